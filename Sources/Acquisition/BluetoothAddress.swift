@@ -1,0 +1,73 @@
+// Bluetooth device addresses as the configuration, the command line and HCI events carry them.
+// The GATT client, HCI scanning and connection supervision of this module arrive with issue #3;
+// the address type is here first because the configuration and `collectord scan` name tags by it.
+
+/// A 48-bit Bluetooth device address with its LE address type.
+public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
+    /// LE address type: public (IEEE-assigned) or random (static or private).
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        case `public`, random
+    }
+
+    /// The six bytes in the textual order (most significant first): "B0:B4:48:C9:4A:85" → [B0, …, 85].
+    public let bytes: InlineArray<6, UInt8>
+    public let kind: Kind
+
+    public init(bytes: InlineArray<6, UInt8>, kind: Kind = .public) {
+        self.bytes = bytes
+        self.kind = kind
+    }
+
+    /// Parses "B0:B4:48:C9:4A:85" (colons or dashes, either case). Returns nil for anything else.
+    public init?(_ text: String, kind: Kind = .public) {
+        let utf8 = Array(text.utf8)
+        guard utf8.count == 17 else { return nil }
+        var out = InlineArray<6, UInt8>(repeating: 0)
+        for i in 0..<6 {
+            if i > 0 {
+                let sep = utf8[i * 3 - 1]
+                guard sep == UInt8(ascii: ":") || sep == UInt8(ascii: "-") else { return nil }
+            }
+            guard let hi = hexValue(utf8[i * 3]), let lo = hexValue(utf8[i * 3 + 1]) else { return nil }
+            out[i] = hi << 4 | lo
+        }
+        self.bytes = out
+        self.kind = kind
+    }
+
+    /// The little-endian order HCI and `bdaddr_t` use.
+    public var littleEndianBytes: InlineArray<6, UInt8> {
+        var out = InlineArray<6, UInt8>(repeating: 0)
+        for i in 0..<6 { out[i] = bytes[5 - i] }
+        return out
+    }
+
+    public var description: String {
+        let digits = Array("0123456789ABCDEF")
+        var s = ""
+        for i in 0..<6 {
+            if i > 0 { s.append(":") }
+            s.append(digits[Int(bytes[i] >> 4)])
+            s.append(digits[Int(bytes[i] & 15)])
+        }
+        return s
+    }
+
+    public static func == (a: BluetoothAddress, b: BluetoothAddress) -> Bool {
+        a.kind == b.kind && (0..<6).allSatisfy { a.bytes[$0] == b.bytes[$0] }
+    }
+
+    public func hash(into h: inout Hasher) {
+        for i in 0..<6 { h.combine(bytes[i]) }
+        h.combine(kind)
+    }
+}
+
+private func hexValue(_ c: UInt8) -> UInt8? {
+    switch c {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+    default: return nil
+    }
+}

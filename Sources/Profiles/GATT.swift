@@ -1,0 +1,235 @@
+// GATT identity: UUIDs, characteristic properties, and the static description protocols that
+// profile types adopt (BlueCap's ServiceConfigurable / CharacteristicConfigurable), plus the
+// runtime profile values the GATT client matches discovered attributes against.
+
+/// A 128-bit Bluetooth UUID. 16-bit UUIDs are stored expanded on their base, so comparison is a
+/// plain 128-bit compare whatever form the peer used on the wire.
+public struct GATTUUID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// Most and least significant 64 bits, in the textual (big-endian) order.
+    public let high: UInt64
+    public let low: UInt64
+
+    public init(high: UInt64, low: UInt64) {
+        self.high = high
+        self.low = low
+    }
+
+    /// The Bluetooth SIG base `0000xxxx-0000-1000-8000-00805F9B34FB`.
+    public static func sig(_ alias: UInt16) -> GATTUUID {
+        GATTUUID(high: UInt64(alias) << 32 | 0x0000_1000, low: 0x8000_0080_5F9B_34FB)
+    }
+
+    /// TI's SensorTag base `F000xxxx-0451-4000-B000-000000000000`.
+    public static func ti(_ alias: UInt16) -> GATTUUID {
+        GATTUUID(high: 0xF000_0000_0000_0000 | UInt64(alias) << 32 | 0x0451_4000, low: 0xB000_0000_0000_0000)
+    }
+
+    /// The 16-bit alias when this UUID sits on the SIG base, which is the only base that may be
+    /// sent in 16-bit form on the wire.
+    public var sigAlias: UInt16? {
+        guard low == 0x8000_0080_5F9B_34FB, high & 0xFFFF_0000_FFFF_FFFF == 0x0000_1000 else { return nil }
+        return UInt16(truncatingIfNeeded: high >> 32)
+    }
+
+    /// The 16-bit alias on either base (for logs and the TI short names such as AA81).
+    public var alias: UInt16 { UInt16(truncatingIfNeeded: high >> 32) }
+
+    /// Reads the little-endian wire form: 2 bytes (SIG alias) or 16 bytes.
+    public static func load(from bytes: borrowing RawSpan) throws(DecodeError) -> GATTUUID {
+        switch bytes.byteCount {
+        case 2:
+            return .sig(UInt16.load(from: bytes, at: 0))
+        case 16:
+            let low = UInt64(littleEndian: bytes.unsafeLoadUnaligned(fromUncheckedByteOffset: 0, as: UInt64.self))
+            let high = UInt64(littleEndian: bytes.unsafeLoadUnaligned(fromUncheckedByteOffset: 8, as: UInt64.self))
+            return GATTUUID(high: high, low: low)
+        default:
+            throw .length(characteristic: "UUID", expected: .either(2, 16), actual: bytes.byteCount)
+        }
+    }
+
+    /// Writes the shortest little-endian wire form and returns its length (2 or 16).
+    @discardableResult
+    public func store(into bytes: inout MutableRawSpan, at offset: Int = 0) throws(SerializeError) -> Int {
+        if let alias = sigAlias {
+            guard bytes.byteCount >= offset + 2 else { throw .bufferTooSmall(needed: offset + 2, available: bytes.byteCount) }
+            alias.store(into: &bytes, at: offset)
+            return 2
+        }
+        guard bytes.byteCount >= offset + 16 else { throw .bufferTooSmall(needed: offset + 16, available: bytes.byteCount) }
+        low.store(into: &bytes, at: offset)
+        high.store(into: &bytes, at: offset + 8)
+        return 16
+    }
+
+    /// Parses `F000AA80-0451-4000-B000-000000000000` or a 4-hex-digit SIG alias such as `2A19`.
+    public init?(_ text: String) {
+        let hex = text.utf8.filter { $0 != UInt8(ascii: "-") }
+        if hex.count == 4, let alias = UInt16(String(decoding: hex, as: UTF8.self), radix: 16) {
+            self = .sig(alias)
+            return
+        }
+        guard hex.count == 32,
+              let high = UInt64(String(decoding: hex[0..<16], as: UTF8.self), radix: 16),
+              let low = UInt64(String(decoding: hex[16..<32], as: UTF8.self), radix: 16) else { return nil }
+        self.init(high: high, low: low)
+    }
+
+    public var description: String {
+        if let alias = sigAlias { return hex(UInt64(alias), digits: 4) }
+        let h = hex(high, digits: 16), l = hex(low, digits: 16)
+        let hs = Array(h), ls = Array(l)
+        return String(hs[0..<8]) + "-" + String(hs[8..<12]) + "-" + String(hs[12..<16]) + "-"
+            + String(ls[0..<4]) + "-" + String(ls[4..<16])
+    }
+
+    public static func < (a: GATTUUID, b: GATTUUID) -> Bool { (a.high, a.low) < (b.high, b.low) }
+}
+
+private func hex(_ value: UInt64, digits: Int) -> String {
+    let s = String(value, radix: 16, uppercase: true)
+    return String(repeating: "0", count: max(0, digits - s.count)) + s
+}
+
+extension UInt64: Deserializable {}
+
+/// GATT characteristic properties (Core spec Vol 3 Part G 3.3.1.1), as carried in a
+/// characteristic declaration.
+public struct CharacteristicProperties: OptionSet, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let broadcast = CharacteristicProperties(rawValue: 0x01)
+    public static let read = CharacteristicProperties(rawValue: 0x02)
+    public static let writeWithoutResponse = CharacteristicProperties(rawValue: 0x04)
+    public static let write = CharacteristicProperties(rawValue: 0x08)
+    public static let notify = CharacteristicProperties(rawValue: 0x10)
+    public static let indicate = CharacteristicProperties(rawValue: 0x20)
+    public static let authenticatedSignedWrites = CharacteristicProperties(rawValue: 0x40)
+    public static let extendedProperties = CharacteristicProperties(rawValue: 0x80)
+
+    public var description: String {
+        let names: [(CharacteristicProperties, String)] = [
+            (.broadcast, "broadcast"), (.read, "read"), (.writeWithoutResponse, "write-without-response"),
+            (.write, "write"), (.notify, "notify"), (.indicate, "indicate"),
+            (.authenticatedSignedWrites, "signed-write"), (.extendedProperties, "extended"),
+        ]
+        return names.filter { contains($0.0) }.map(\.1).joined(separator: ",")
+    }
+}
+
+// MARK: - Static description (BlueCap's *Configurable)
+
+/// A service, described by static facts.
+public protocol ServiceConfigurable {
+    static var name: StaticString { get }
+    static var uuid: GATTUUID { get }
+    /// Grouping label, e.g. "TI SensorTag".
+    static var tag: StaticString { get }
+}
+
+/// A characteristic, described by static facts. The initial value is what the tag reports before
+/// anything was written or measured; the emulator serves it.
+public protocol CharacteristicConfigurable: CharacteristicNamed {
+    static var uuid: GATTUUID { get }
+    static var properties: CharacteristicProperties { get }
+    static var role: CharacteristicRole { get }
+    static var initialValue: [UInt8] { get }
+}
+
+/// What a characteristic is for in a sensor service; the GATT client uses it to find the handles
+/// it must write (config, period, CCCD) and the one it must subscribe to.
+public enum CharacteristicRole: String, Sendable, Hashable {
+    case data, config, period, calibration, other
+}
+
+// MARK: - Runtime profiles
+
+/// A characteristic profile as a value, built from a `CharacteristicConfigurable` type.
+public struct CharacteristicProfile: Sendable, Hashable {
+    public let name: StaticString
+    public let uuid: GATTUUID
+    public let properties: CharacteristicProperties
+    public let role: CharacteristicRole
+    public let initialValue: [UInt8]
+
+    public init<C: CharacteristicConfigurable>(_: C.Type) {
+        self.name = C.name
+        self.uuid = C.uuid
+        self.properties = C.properties
+        self.role = C.role
+        self.initialValue = C.initialValue
+    }
+
+    public init(name: StaticString, uuid: GATTUUID, properties: CharacteristicProperties, role: CharacteristicRole, initialValue: [UInt8]) {
+        self.name = name
+        self.uuid = uuid
+        self.properties = properties
+        self.role = role
+        self.initialValue = initialValue
+    }
+
+    public static func == (a: CharacteristicProfile, b: CharacteristicProfile) -> Bool {
+        a.uuid == b.uuid && a.properties == b.properties && a.role == b.role && a.initialValue == b.initialValue
+            && a.name.description == b.name.description
+    }
+
+    public func hash(into h: inout Hasher) { h.combine(uuid) }
+}
+
+/// A service profile as a value: its identity and the characteristics it is expected to have.
+public struct ServiceProfile: Sendable, Hashable {
+    public let name: StaticString
+    public let uuid: GATTUUID
+    public let tag: StaticString
+    public let characteristics: [CharacteristicProfile]
+
+    public init<S: ServiceConfigurable>(_: S.Type, characteristics: [CharacteristicProfile]) {
+        self.name = S.name
+        self.uuid = S.uuid
+        self.tag = S.tag
+        self.characteristics = characteristics
+    }
+
+    public func characteristic(_ uuid: GATTUUID) -> CharacteristicProfile? {
+        characteristics.first { $0.uuid == uuid }
+    }
+
+    public static func == (a: ServiceProfile, b: ServiceProfile) -> Bool {
+        a.uuid == b.uuid && a.characteristics == b.characteristics && a.name.description == b.name.description
+    }
+
+    public func hash(into h: inout Hasher) { h.combine(uuid) }
+}
+
+/// Finds profiles by UUID (BlueCap's ProfileManager). SensorTag generations reuse UUIDs with
+/// different layouts (AA01 is a TMP006 on the CC2541 and a TMP007 on the CC2650), so there is one
+/// registry per model rather than one global map.
+public struct ProfileRegistry: Sendable {
+    public let services: [ServiceProfile]
+    private let byService: [GATTUUID: Int]
+    private let byCharacteristic: [GATTUUID: (service: Int, characteristic: Int)]
+
+    public init(services: [ServiceProfile]) {
+        self.services = services
+        var s: [GATTUUID: Int] = [:]
+        var c: [GATTUUID: (Int, Int)] = [:]
+        for (i, service) in services.enumerated() {
+            precondition(s[service.uuid] == nil, "duplicate service \(service.uuid) in a registry")
+            s[service.uuid] = i
+            for (j, ch) in service.characteristics.enumerated() where c[ch.uuid] == nil { c[ch.uuid] = (i, j) }
+        }
+        self.byService = s
+        self.byCharacteristic = c
+    }
+
+    public func service(_ uuid: GATTUUID) -> ServiceProfile? {
+        byService[uuid].map { services[$0] }
+    }
+
+    /// The characteristic with this UUID and the service that holds it.
+    public func characteristic(_ uuid: GATTUUID) -> (service: ServiceProfile, characteristic: CharacteristicProfile)? {
+        guard let (i, j) = byCharacteristic[uuid] else { return nil }
+        return (services[i], services[i].characteristics[j])
+    }
+}

@@ -1,0 +1,123 @@
+// A decoded reading: what one notification means in physical units. A small value type with
+// inline storage, so producing one and handing it to the encoder never touches the heap.
+
+/// Physical unit of a field. `symbol` is what the MQTT payload and `collectord decode` print.
+public enum Unit: UInt8, Sendable, Hashable, CaseIterable {
+    case celsius, percentRH, hectopascal, g, microtesla, degreesPerSecond, lux, percent, none
+
+    public var symbol: StaticString {
+        switch self {
+        case .celsius: return "°C"
+        case .percentRH: return "%RH"
+        case .hectopascal: return "hPa"
+        case .g: return "g"
+        case .microtesla: return "µT"
+        case .degreesPerSecond: return "°/s"
+        case .lux: return "lux"
+        case .percent: return "%"
+        case .none: return ""
+        }
+    }
+}
+
+/// The value of one field.
+public enum FieldValue: Sendable, Equatable {
+    /// A physical quantity.
+    case number(Double)
+    /// A set of bit indices (keys pressed, self-test units passed); published as `[0, 2]`.
+    case bits(UInt32)
+
+    public var number: Double? {
+        if case .number(let v) = self { return v }
+        return nil
+    }
+
+    public var bits: UInt32? {
+        if case .bits(let v) = self { return v }
+        return nil
+    }
+}
+
+/// One named field of a reading.
+public struct Field: Sendable, Equatable {
+    public let name: StaticString
+    public let unit: Unit
+    public let value: FieldValue
+
+    public init(_ name: StaticString, _ value: Double, _ unit: Unit) {
+        self.name = name
+        self.unit = unit
+        self.value = .number(value)
+    }
+
+    public init(_ name: StaticString, bits: UInt32) {
+        self.name = name
+        self.unit = .none
+        self.value = .bits(bits)
+    }
+
+    public static func == (a: Field, b: Field) -> Bool {
+        a.unit == b.unit && a.value == b.value && a.name.description == b.name.description
+    }
+}
+
+/// A decoded reading: the sensor, up to nine fields, and the raw payload it came from.
+///
+/// It is a random-access collection of `Field`, so an encoder iterates it without allocating.
+public struct Reading: Sendable, RandomAccessCollection {
+    /// Most fields any SensorTag characteristic yields (movement: 3 × gyro, accel, mag).
+    public static let maxFields = 9
+    /// Longest payload kept (the ATT default MTU of 23 leaves 20 bytes for a notification value).
+    public static let maxRawBytes = 20
+
+    public let sensor: Sensor
+    private var storage: InlineArray<9, Field>
+    private var fieldCount: Int
+    public private(set) var raw: RawBytes
+
+    init(_ sensor: Sensor, raw bytes: borrowing RawSpan) {
+        self.sensor = sensor
+        self.storage = InlineArray(repeating: Field("", bits: 0))
+        self.fieldCount = 0
+        self.raw = RawBytes(bytes)
+    }
+
+    mutating func append(_ field: Field) {
+        precondition(fieldCount < Reading.maxFields, "a reading has at most \(Reading.maxFields) fields")
+        storage[fieldCount] = field
+        fieldCount += 1
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { fieldCount }
+    public subscript(position: Int) -> Field {
+        precondition(position >= 0 && position < fieldCount, "field index out of range")
+        return storage[position]
+    }
+
+    /// The field with this name, if present (a linear scan over at most nine fields).
+    public func field(_ name: String) -> Field? {
+        first { $0.name.description == name }
+    }
+}
+
+/// The raw bytes of a payload, kept inline (at most `Reading.maxRawBytes`).
+public struct RawBytes: Sendable, RandomAccessCollection, Equatable {
+    private var storage: InlineArray<20, UInt8>
+    public private(set) var count: Int
+
+    init(_ bytes: borrowing RawSpan) {
+        storage = InlineArray(repeating: 0)
+        count = Swift.min(bytes.byteCount, Reading.maxRawBytes)
+        for i in 0..<count { storage[i] = bytes.unsafeLoad(fromUncheckedByteOffset: i, as: UInt8.self) }
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+    public subscript(position: Int) -> UInt8 {
+        precondition(position >= 0 && position < count, "byte index out of range")
+        return storage[position]
+    }
+
+    public static func == (a: RawBytes, b: RawBytes) -> Bool { a.elementsEqual(b) }
+}

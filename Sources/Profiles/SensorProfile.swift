@@ -1,0 +1,315 @@
+// The runtime view of a sensor on a given model: which characteristics to write and subscribe to,
+// the config values to write, the period limits, and the decoder that turns a notification into
+// a `Reading`. The GATT client and the command line work from these values; the typed
+// characteristic definitions in CC2541.swift / CC2650.swift are their single source.
+
+/// Parameters a decode needs beyond the payload: what was written to or read back from the tag,
+/// and the constants the spec makes configurable.
+public struct SensorSettings: Sendable, Equatable {
+    /// CC2541 accelerometer scale: `.legacy2g` on firmware ≤ 1.4, otherwise the range written.
+    public var cc2541AccelerometerRange: CC2541.AccelerometerRange
+    /// CC2650 accelerometer range, as read back from the movement config (bits 8–9).
+    public var movementRange: CC2650.AccelerometerRange
+    /// TMP006 S0 (CC2541 IR temperature).
+    public var tmp006S0: Double
+    /// MPU-9250 magnetometer µT per count.
+    public var magnetometerScale: Double
+    /// CC2541 barometer calibration, read from AA43 after writing `calibrate`.
+    public var barometerCalibration: CC2541.Barometer.Calibration?
+    /// CC2650 IO mode, which decides what the IO data byte means.
+    public var ioMode: CC2650.IO.Mode
+
+    public init(cc2541AccelerometerRange: CC2541.AccelerometerRange = .g8,
+                movementRange: CC2650.AccelerometerRange = .g8,
+                tmp006S0: Double = CC2541.IRTemperature.defaultS0,
+                magnetometerScale: Double = CC2650.Movement.defaultMagnetometerScale,
+                barometerCalibration: CC2541.Barometer.Calibration? = nil,
+                ioMode: CC2650.IO.Mode = .local) {
+        self.cc2541AccelerometerRange = cc2541AccelerometerRange
+        self.movementRange = movementRange
+        self.tmp006S0 = tmp006S0
+        self.magnetometerScale = magnetometerScale
+        self.barometerCalibration = barometerCalibration
+        self.ioMode = ioMode
+    }
+}
+
+/// A config value to write: one byte, or two (little-endian) for the CC2650 movement config.
+public struct ConfigValue: Sendable, Hashable, CustomStringConvertible {
+    public let value: UInt16
+    public let length: Int
+
+    public static func byte(_ v: UInt8) -> ConfigValue { ConfigValue(value: UInt16(v), length: 1) }
+    public static func word(_ v: UInt16) -> ConfigValue { ConfigValue(value: v, length: 2) }
+
+    /// Writes the wire form at the start of `buffer` and returns its length.
+    @discardableResult
+    public func write(into buffer: inout MutableRawSpan) throws(SerializeError) -> Int {
+        guard buffer.byteCount >= length else { throw .bufferTooSmall(needed: length, available: buffer.byteCount) }
+        if length == 1 { UInt8(truncatingIfNeeded: value).store(into: &buffer, at: 0) } else { value.store(into: &buffer, at: 0) }
+        return length
+    }
+
+    public var bytes: [UInt8] { length == 1 ? [UInt8(truncatingIfNeeded: value)] : [UInt8(truncatingIfNeeded: value), UInt8(value >> 8)] }
+
+    public var description: String { bytes.map { hexByte($0) }.joined(separator: " ") }
+}
+
+func hexByte(_ b: UInt8) -> String {
+    let digits: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "A", "B", "C", "D", "E", "F"]
+    return String([digits[Int(b >> 4)], digits[Int(b & 15)]])
+}
+
+public struct SensorProfile: Sendable {
+    public let sensor: Sensor
+    public let generation: Model.Generation
+    public let service: ServiceProfile
+    /// The characteristic that carries readings (notified, or read for IO/test).
+    public let data: GATTUUID
+    public let config: GATTUUID?
+    /// Absent on the CC2541 firmware ≤ 1.4 for temperature, humidity, barometer and gyroscope;
+    /// the client finds that out from discovery.
+    public let period: GATTUUID?
+    public let calibration: GATTUUID?
+    public let periodLimits: PeriodLimits?
+    public let dataLength: ByteLength
+    /// Whether readings arrive as notifications (otherwise the data is read on demand).
+    public let notifies: Bool
+    /// The firmware zeroes the data when the sensor is off, so an all-zero payload right after
+    /// enabling means "no measurement yet", not a reading.
+    public let zeroMeansNoData: Bool
+    /// The config must be read back after writing because the decode depends on what the tag
+    /// actually applied (movement range: some firmware ignores the range bits).
+    public let readsConfigBack: Bool
+    let layout: Layout
+
+    enum Layout: Sendable {
+        case cc2541Temperature, cc2541Accelerometer, cc2541Humidity, cc2541Magnetometer
+        case cc2541Barometer, cc2541Gyroscope, cc2541Test
+        case cc2650Temperature, cc2650Humidity, cc2650Barometer, cc2650Movement, cc2650Optical, cc2650IO
+        case keys, battery
+    }
+
+    /// The config value that switches the sensor on with the given settings.
+    public func enableValue(_ settings: SensorSettings = SensorSettings()) -> ConfigValue? {
+        switch layout {
+        case .cc2541Accelerometer: return .byte(settings.cc2541AccelerometerRange.configValue)
+        case .cc2541Gyroscope: return .byte(CC2541.Gyroscope.Config.all.rawValue)
+        case .cc2650Movement: return .word(CC2650.Movement.Config(range: settings.movementRange).rawValue)
+        case .cc2541Test, .keys, .battery, .cc2650IO: return nil
+        default: return .byte(1)
+        }
+    }
+
+    /// The config value that switches the sensor off.
+    public var disableValue: ConfigValue? {
+        switch layout {
+        case .cc2650Movement: return .word(0)
+        case .cc2541Test, .keys, .battery, .cc2650IO: return nil
+        default: return .byte(0)
+        }
+    }
+
+    /// Decodes one payload, exactly as received, into a reading. Allocation-free.
+    public func decode(_ payload: borrowing RawSpan, settings: SensorSettings = SensorSettings()) throws(DecodeError) -> Reading {
+        var r = Reading(sensor, raw: payload)
+        switch layout {
+        case .cc2541Temperature:
+            let d = try SerDe.deserialize(CC2541.IRTemperature.Data.self, from: payload)
+            r.append(Field("object", d.objectCelsius(s0: settings.tmp006S0), .celsius))
+            r.append(Field("ambient", d.ambientCelsius, .celsius))
+        case .cc2541Accelerometer:
+            let a = try SerDe.deserialize(CC2541.Accelerometer.Data.self, from: payload)
+                .acceleration(range: settings.cc2541AccelerometerRange)
+            r.append(Field("x", a.x, .g))
+            r.append(Field("y", a.y, .g))
+            r.append(Field("z", a.z, .g))
+        case .cc2541Humidity:
+            let d = try SerDe.deserialize(CC2541.Humidity.Data.self, from: payload)
+            r.append(Field("temperature", d.celsius, .celsius))
+            r.append(Field("humidity", d.relativeHumidity, .percentRH))
+        case .cc2541Magnetometer:
+            let m = try SerDe.deserialize(CC2541.Magnetometer.Data.self, from: payload).microtesla
+            r.append(Field("x", m.x, .microtesla))
+            r.append(Field("y", m.y, .microtesla))
+            r.append(Field("z", m.z, .microtesla))
+        case .cc2541Barometer:
+            let d = try SerDe.deserialize(CC2541.Barometer.Data.self, from: payload)
+            guard let c = settings.barometerCalibration else {
+                throw .missingCalibration(characteristic: CC2541.Barometer.Calibration.name)
+            }
+            r.append(Field("temperature", d.celsius(c), .celsius))
+            r.append(Field("pressure", d.pascal(c) / 100, .hectopascal))
+        case .cc2541Gyroscope:
+            let g = try SerDe.deserialize(CC2541.Gyroscope.Data.self, from: payload).degreesPerSecond
+            r.append(Field("x", g.x, .degreesPerSecond))
+            r.append(Field("y", g.y, .degreesPerSecond))
+            r.append(Field("z", g.z, .degreesPerSecond))
+        case .cc2541Test:
+            let d = try SerDe.deserialize(CC2541.Test.Data.self, from: payload)
+            r.append(Field("passed", bits: d.passed))
+        case .cc2650Temperature:
+            let d = try SerDe.deserialize(CC2650.IRTemperature.Data.self, from: payload)
+            r.append(Field("object", d.objectCelsius, .celsius))
+            r.append(Field("ambient", d.ambientCelsius, .celsius))
+        case .cc2650Humidity:
+            let d = try SerDe.deserialize(CC2650.Humidity.Data.self, from: payload)
+            r.append(Field("temperature", d.celsius, .celsius))
+            r.append(Field("humidity", d.relativeHumidity, .percentRH))
+        case .cc2650Barometer:
+            switch payload.byteCount {
+            case 4:
+                let d = try SerDe.deserialize(CC2650.Barometer.LegacyData.self, from: payload)
+                r.append(Field("temperature", d.celsius, .celsius))
+                r.append(Field("pressure", d.hectopascal, .hectopascal))
+            case 6:
+                let d = try SerDe.deserialize(CC2650.Barometer.Data.self, from: payload)
+                r.append(Field("temperature", d.celsius, .celsius))
+                r.append(Field("pressure", d.hectopascal, .hectopascal))
+            default:
+                throw .length(characteristic: CC2650.Barometer.Data.name, expected: .either(6, 4), actual: payload.byteCount)
+            }
+        case .cc2650Movement:
+            let d = try SerDe.deserialize(CC2650.Movement.Data.self, from: payload)
+            let g = d.gyroscope, a = d.accelerometer(range: settings.movementRange)
+            let m = d.magnetometer(scale: settings.magnetometerScale)
+            r.append(Field("gyro_x", g.x, .degreesPerSecond))
+            r.append(Field("gyro_y", g.y, .degreesPerSecond))
+            r.append(Field("gyro_z", g.z, .degreesPerSecond))
+            r.append(Field("accel_x", a.x, .g))
+            r.append(Field("accel_y", a.y, .g))
+            r.append(Field("accel_z", a.z, .g))
+            r.append(Field("mag_x", m.x, .microtesla))
+            r.append(Field("mag_y", m.y, .microtesla))
+            r.append(Field("mag_z", m.z, .microtesla))
+        case .cc2650Optical:
+            let d = try SerDe.deserialize(CC2650.Optical.Data.self, from: payload)
+            r.append(Field("illuminance", d.lux, .lux))
+        case .cc2650IO:
+            let d = try SerDe.deserialize(CC2650.IO.Data.self, from: payload)
+            if settings.ioMode == .selfTest {
+                r.append(Field("passed", bits: UInt32(d.rawValue)))
+            } else {
+                r.append(Field("outputs", bits: UInt32(d.rawValue)))
+            }
+        case .keys:
+            let d = try SerDe.deserialize(SimpleKeys.Data.self, from: payload)
+            r.append(Field("pressed", bits: d.pressed))
+        case .battery:
+            let d = try SerDe.deserialize(Battery.Level.self, from: payload)
+            r.append(Field("level", d.percent, .percent))
+        }
+        return r
+    }
+
+    /// True when `payload` is the firmware's "no measurement yet" placeholder.
+    public func isNoData(_ payload: borrowing RawSpan) -> Bool {
+        guard zeroMeansNoData else { return false }
+        for i in 0..<payload.byteCount where payload.unsafeLoad(fromUncheckedByteOffset: i, as: UInt8.self) != 0 { return false }
+        return true
+    }
+
+    // MARK: Lookup
+
+    /// The profile of `sensor` on `model`, or nil when that model has no such sensor.
+    public static func lookup(_ model: Model, _ sensor: Sensor) -> SensorProfile? {
+        let table = model.generation == .cc2541 ? cc2541 : cc2650
+        return table.first { $0.sensor == sensor }
+    }
+
+    /// Every sensor the model has.
+    public static func all(for model: Model) -> [SensorProfile] {
+        model.generation == .cc2541 ? cc2541 : cc2650
+    }
+
+    static let cc2541: [SensorProfile] = [
+        .triplet(.temperature, .cc2541, CC2541.IRTemperature.self, CC2541.IRTemperature.Data.self,
+                 config: CC2541.IRTemperature.Config.self, .cc2541Temperature),
+        .triplet(.accelerometer, .cc2541, CC2541.Accelerometer.self, CC2541.Accelerometer.Data.self,
+                 config: CC2541.Accelerometer.Config.self, .cc2541Accelerometer),
+        .triplet(.humidity, .cc2541, CC2541.Humidity.self, CC2541.Humidity.Data.self,
+                 config: CC2541.Humidity.Config.self, .cc2541Humidity),
+        .triplet(.magnetometer, .cc2541, CC2541.Magnetometer.self, CC2541.Magnetometer.Data.self,
+                 config: CC2541.Magnetometer.Config.self, .cc2541Magnetometer),
+        .triplet(.barometer, .cc2541, CC2541.Barometer.self, CC2541.Barometer.Data.self,
+                 config: CC2541.Barometer.Config.self, .cc2541Barometer,
+                 calibration: CC2541.Barometer.Calibration.self),
+        .triplet(.gyroscope, .cc2541, CC2541.Gyroscope.self, CC2541.Gyroscope.Data.self,
+                 config: CC2541.Gyroscope.Config.self, .cc2541Gyroscope),
+        SensorProfile(sensor: .keys, generation: .cc2541, service: SimpleKeys.profile, data: SimpleKeys.Data.uuid,
+                      config: nil, period: nil, calibration: nil, periodLimits: nil, dataLength: .exactly(1),
+                      notifies: true, zeroMeansNoData: false, readsConfigBack: false, layout: .keys),
+        SensorProfile(sensor: .test, generation: .cc2541,
+                      service: ServiceProfile(CC2541.Test.self, characteristics: [
+                          CharacteristicProfile(CC2541.Test.Data.self), CharacteristicProfile(CC2541.Test.Config.self),
+                      ]),
+                      data: CC2541.Test.Data.uuid, config: CC2541.Test.Config.uuid, period: nil, calibration: nil,
+                      periodLimits: nil, dataLength: .exactly(2), notifies: false, zeroMeansNoData: false,
+                      readsConfigBack: false, layout: .cc2541Test),
+    ]
+
+    static let cc2650: [SensorProfile] = [
+        .triplet(.temperature, .cc2650, CC2650.IRTemperature.self, CC2650.IRTemperature.Data.self,
+                 config: CC2650.IRTemperature.Config.self, .cc2650Temperature),
+        .triplet(.humidity, .cc2650, CC2650.Humidity.self, CC2650.Humidity.Data.self,
+                 config: CC2650.Humidity.Config.self, .cc2650Humidity),
+        .triplet(.barometer, .cc2650, CC2650.Barometer.self, CC2650.Barometer.Data.self,
+                 config: CC2650.Barometer.Config.self, .cc2650Barometer, dataLength: .either(6, 4)),
+        .triplet(.movement, .cc2650, CC2650.Movement.self, CC2650.Movement.Data.self,
+                 config: CC2650.Movement.Config.self, .cc2650Movement, readsConfigBack: true),
+        .triplet(.light, .cc2650, CC2650.Optical.self, CC2650.Optical.Data.self,
+                 config: CC2650.Optical.Config.self, .cc2650Optical),
+        SensorProfile(sensor: .keys, generation: .cc2650, service: SimpleKeys.profile, data: SimpleKeys.Data.uuid,
+                      config: nil, period: nil, calibration: nil, periodLimits: nil, dataLength: .exactly(1),
+                      notifies: true, zeroMeansNoData: false, readsConfigBack: false, layout: .keys),
+        SensorProfile(sensor: .battery, generation: .cc2650, service: Battery.profile, data: Battery.Level.uuid,
+                      config: nil, period: nil, calibration: nil, periodLimits: nil, dataLength: .exactly(1),
+                      notifies: true, zeroMeansNoData: false, readsConfigBack: false, layout: .battery),
+        SensorProfile(sensor: .io, generation: .cc2650,
+                      service: ServiceProfile(CC2650.IO.self, characteristics: [
+                          CharacteristicProfile(CC2650.IO.Data.self), CharacteristicProfile(CC2650.IO.Config.self),
+                      ]),
+                      data: CC2650.IO.Data.uuid, config: CC2650.IO.Config.uuid, period: nil, calibration: nil,
+                      periodLimits: nil, dataLength: .exactly(1), notifies: false, zeroMeansNoData: false,
+                      readsConfigBack: false, layout: .cc2650IO),
+    ]
+
+    /// A Data/Config/Period sensor service.
+    static func triplet<S: SensorServiceConfigurable, D: CharacteristicConfigurable, C: CharacteristicConfigurable>(
+        _ sensor: Sensor, _ generation: Model.Generation, _: S.Type, _: D.Type, config _: C.Type, _ layout: Layout,
+        calibration: (any CharacteristicConfigurable.Type)? = nil, dataLength: ByteLength? = nil,
+        readsConfigBack: Bool = false
+    ) -> SensorProfile {
+        var characteristics = [CharacteristicProfile(D.self), CharacteristicProfile(C.self),
+                               CharacteristicProfile(UpdatePeriod<S>.self)]
+        if let calibration { characteristics.append(CharacteristicProfile(calibration)) }
+        return SensorProfile(
+            sensor: sensor, generation: generation,
+            service: ServiceProfile(S.self, characteristics: characteristics),
+            data: D.uuid, config: C.uuid, period: S.periodUUID, calibration: calibration?.uuid,
+            periodLimits: S.periodLimits, dataLength: dataLength ?? .exactly(D.initialValue.count),
+            notifies: true, zeroMeansNoData: true, readsConfigBack: readsConfigBack, layout: layout)
+    }
+}
+
+extension CharacteristicProfile {
+    init(_ type: any CharacteristicConfigurable.Type) {
+        self.init(name: type.name, uuid: type.uuid, properties: type.properties, role: type.role, initialValue: type.initialValue)
+    }
+}
+
+extension ProfileRegistry {
+    /// Every service a CC2541 SensorTag exposes that collectord knows.
+    public static let cc2541 = ProfileRegistry(
+        services: SensorProfile.cc2541.filter { $0.sensor != .keys }.map(\.service)
+            + [SimpleKeys.profile, DeviceInformation.profile])
+
+    /// Every service a CC2650 / CC1350 SensorTag exposes that collectord knows.
+    public static let cc2650 = ProfileRegistry(
+        services: SensorProfile.cc2650.filter { $0.sensor != .keys && $0.sensor != .battery }.map(\.service)
+            + [SimpleKeys.profile, Battery.profile, DeviceInformation.profile])
+
+    public static func forModel(_ model: Model) -> ProfileRegistry {
+        model.generation == .cc2541 ? cc2541 : cc2650
+    }
+}

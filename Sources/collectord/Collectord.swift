@@ -1,0 +1,21 @@
+import ArgumentParser
+
+/// The `collectord` command. `run` (the daemon) becomes the default subcommand with issue #4;
+/// until then the tool offers the offline subcommands.
+@main
+struct Collectord: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "collectord",
+        abstract: "Streams TI SensorTag readings from Bluetooth LE to MQTT.",
+        version: CollectordVersion.string,
+        subcommands: [Decode.self, Version.self]
+    )
+}
+
+struct Version: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print the version of collectord and the libraries it uses.")
+
+    func run() throws {
+        print(CollectordVersion.report())
+    }
+}

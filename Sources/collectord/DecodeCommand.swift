@@ -1,0 +1,160 @@
+import ArgumentParser
+import Profiles
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `collectord decode`: one payload, as a tag sent it, turned into the reading the daemon would
+/// publish. For debugging a tag or checking a formula without any Bluetooth.
+struct Decode: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Decode one SensorTag payload and print the reading as JSON.",
+        discussion: """
+            Sensors: \(Sensor.allCases.map(\.rawValue).joined(separator: ", ")).
+            Example: collectord decode --model cc2650 --sensor movement \\
+                       --hex "80 00 00 FF 00 00 00 20 00 F0 00 40 64 00 38 FF 2C 01" --range 8g
+            Exit status: 0 decoded, 64 bad arguments, 65 the payload does not decode.
+            """
+    )
+
+    @Option(help: "Tag model: cc2541, cc2650 or cc1350.")
+    var model: String
+
+    @Option(help: "Sensor whose data characteristic the bytes came from.")
+    var sensor: String
+
+    @Option(help: "Payload bytes in hex, e.g. \"54 FF 3C 0D\" (spaces, ':' or '-' between bytes are optional).")
+    var hex: String
+
+    @Option(help: "Accelerometer range: 2g, 4g, 8g, 16g (cc2650 movement) or 2g, 4g, 8g, legacy (cc2541; default from --firmware, else 8g). The daemon reads it back from the tag.")
+    var range: String?
+
+    @Option(help: "Firmware revision string, e.g. \"1.4 (Jun 12 2013)\"; CC2541 firmware up to 1.4 has a fixed ±2 g accelerometer.")
+    var firmware: String?
+
+    @Option(help: "CC2541 barometer calibration: the 16 bytes read from AA43, in hex.")
+    var calibration: String?
+
+    @Option(help: "TMP006 S0 for the CC2541 IR temperature (default 6.4e-14).")
+    var s0: Double?
+
+    @Option(name: .customLong("mag-scale"), help: "CC2650 magnetometer µT per count (default 4912/32760; TI's wiki implies 1).")
+    var magScale: Double?
+
+    @Option(name: .customLong("io-mode"), help: "CC2650 IO mode the data was read in: local, remote or selftest.")
+    var ioMode: String?
+
+    func run() throws {
+        let output: String
+        do {
+            output = try decode()
+        } catch {
+            writeStderr("collectord decode: \(error.message)\n")
+            throw ExitCode(error.status)
+        }
+        print(output)
+    }
+
+    /// Everything but the printing, so tests can call it.
+    func decode() throws(DecodeFailure) -> String {
+        guard let model = Model(rawValue: model.lowercased()) else {
+            throw .usage("unknown model '\(model)' (expected \(Model.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        guard let sensor = Sensor(rawValue: sensor.lowercased()) else {
+            throw .usage("unknown sensor '\(self.sensor)' (expected one of \(Sensor.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        guard let profile = SensorProfile.lookup(model, sensor) else {
+            let available = SensorProfile.all(for: model).map(\.sensor.rawValue).joined(separator: ", ")
+            throw .usage("\(model) has no \(sensor) sensor (it has \(available))")
+        }
+        let payload: [UInt8]
+        do { payload = try parseHex(hex) } catch { throw .usage("--hex: \(error)") }
+
+        let settings = try settings(for: model)
+        do {
+            let reading = try withRawSpan(payload) { (span) throws(DecodeError) -> Reading in
+                try profile.decode(span, settings: settings)
+            }
+            return JSON.reading(reading, model: model)
+        } catch {
+            throw .data("\(error)")
+        }
+    }
+
+    func settings(for model: Model) throws(DecodeFailure) -> SensorSettings {
+        var settings = SensorSettings()
+        let legacy = firmware.flatMap { DeviceInformation.FirmwareRevision(stringValue: $0) }?.isCC2541Legacy ?? false
+        if model.generation == .cc2541 {
+            settings.cc2541AccelerometerRange = legacy ? .legacy2g : .g8
+        }
+        if let range {
+            if model.generation == .cc2541 {
+                guard let r = CC2541.AccelerometerRange(rawValue: range.lowercased()) else {
+                    throw .usage("--range '\(range)' is not a CC2541 accelerometer range (2g, 4g, 8g, legacy)")
+                }
+                if legacy && r != .legacy2g {
+                    throw .usage("--range \(range): CC2541 firmware \(firmware ?? "") has a fixed ±2 g accelerometer")
+                }
+                settings.cc2541AccelerometerRange = r
+            } else {
+                guard let r = CC2650.AccelerometerRange(name: range) else {
+                    throw .usage("--range '\(range)' is not a CC2650 movement range (2g, 4g, 8g, 16g)")
+                }
+                settings.movementRange = r
+            }
+        }
+        if let calibration {
+            let bytes: [UInt8]
+            do { bytes = try parseHex(calibration) } catch { throw .usage("--calibration: \(error)") }
+            do {
+                settings.barometerCalibration = try withRawSpan(bytes) { (span) throws(DecodeError) in
+                    try SerDe.deserialize(CC2541.Barometer.Calibration.self, from: span)
+                }
+            } catch {
+                throw .usage("--calibration: \(error)")
+            }
+        }
+        if let s0 {
+            guard s0.isFinite, s0 > 0 else { throw .usage("--s0 must be a positive number (got \(s0))") }
+            settings.tmp006S0 = s0
+        }
+        if let magScale {
+            guard magScale.isFinite, magScale > 0 else { throw .usage("--mag-scale must be a positive number (got \(magScale))") }
+            settings.magnetometerScale = magScale
+        }
+        if let ioMode {
+            switch ioMode.lowercased() {
+            case "local": settings.ioMode = .local
+            case "remote": settings.ioMode = .remote
+            case "selftest", "self-test": settings.ioMode = .selfTest
+            default: throw .usage("--io-mode '\(ioMode)' is not one of local, remote, selftest")
+            }
+        }
+        return settings
+    }
+}
+
+/// A decode that cannot go on: bad arguments (EX_USAGE) or bytes that do not decode (EX_DATAERR).
+enum DecodeFailure: Error {
+    case usage(String)
+    case data(String)
+
+    var message: String {
+        switch self {
+        case .usage(let m), .data(let m): return m
+        }
+    }
+
+    var status: Int32 {
+        switch self {
+        case .usage: return 64
+        case .data: return 65
+        }
+    }
+}
+
+func writeStderr(_ s: String) {
+    var s = s
+    s.withUTF8 { buf in _ = write(2, buf.baseAddress, buf.count) }
+}
