@@ -1,4 +1,156 @@
+import Foundation
 import Testing
 @testable import collectord
 
-@Suite struct Placeholder { @Test func builds() { #expect(Bool(true)) } }
+/// `collectord decode` as a user runs it: argument parsing, settings, JSON and exit statuses.
+@Suite struct DecodeCommandTests {
+    static let movement = "80 00 00 FF 00 00 00 20 00 F0 00 40 64 00 38 FF 2C 01"
+    static let calibration = "81 B2 F8 63 FE BE 4E 8D 59 1B C6 07 BF F6 A6 15"
+
+    func decode(_ args: [String]) throws -> String {
+        try Decode.parse(args).decode()
+    }
+
+    func failure(_ args: [String]) throws -> DecodeFailure? {
+        do {
+            _ = try Decode.parse(args).decode()
+            return nil
+        } catch let f as DecodeFailure {
+            return f
+        }
+    }
+
+    @Test func movementAtEachRange() throws {
+        let at8 = try decode(["--model", "cc2650", "--sensor", "movement", "--hex", Self.movement, "--range", "8g"])
+        #expect(at8.contains(#""accel_x": {"value": 2, "unit": "g"}"#))
+        #expect(at8.contains(#""accel_z": {"value": 4, "unit": "g"}"#))
+        #expect(at8.contains(#""gyro_x": {"value": 0.9765625, "unit": "°/s"}"#))
+        let at2 = try decode(["--model", "cc2650", "--sensor", "movement", "--hex", Self.movement, "--range", "2g"])
+        #expect(at2.contains(#""accel_x": {"value": 0.5, "unit": "g"}"#))
+        let tiScale = try decode(["--model", "cc1350", "--sensor", "movement", "--hex", Self.movement, "--mag-scale", "1"])
+        #expect(tiScale.contains(#""mag_y": {"value": -200, "unit": "µT"}"#))
+        #expect(tiScale.contains(#""model": "cc1350""#))
+    }
+
+    @Test func outputIsValidJSONWithRawBytes() throws {
+        let text = try decode(["--model", "cc2650", "--sensor", "keys", "--hex", "0x05"])
+        let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        let fields = object?["fields"] as? [String: [String: Any]]
+        #expect(fields?["pressed"]?["value"] as? [Int] == [0, 2])
+        #expect(object?["raw"] as? String == "05")
+        #expect(object?["sensor"] as? String == "keys")
+    }
+
+    @Test func cc2541FirmwareDecidesAccelerometerScale() throws {
+        let legacy = try decode(["--model", "cc2541", "--sensor", "accelerometer", "--hex", "C0 E0 A0",
+                                 "--firmware", "1.4 (Jun 12 2013)"])
+        #expect(legacy.contains(#""x": {"value": -1, "unit": "g"}"#))
+        let v15 = try decode(["--model", "cc2541", "--sensor", "accelerometer", "--hex", "C0E0A0"])
+        #expect(v15.contains(#""x": {"value": -4, "unit": "g"}"#))
+        let f = try failure(["--model", "cc2541", "--sensor", "accelerometer", "--hex", "C0E0A0",
+                             "--firmware", "1.4", "--range", "8g"])
+        #expect(f?.status == 64)
+    }
+
+    @Test func barometerNeedsCalibration() throws {
+        let ok = try decode(["--model", "cc2541", "--sensor", "barometer", "--hex", "D9 F6 CB 84",
+                             "--calibration", Self.calibration])
+        #expect(ok.contains(#""pressure": {"value": 1021.48"#))
+        let missing = try failure(["--model", "cc2541", "--sensor", "barometer", "--hex", "D9 F6 CB 84"])
+        #expect(missing?.status == 65)
+        #expect(missing?.message == "CC2541 Barometer Calibration: calibration has not been read")
+        let short = try failure(["--model", "cc2541", "--sensor", "barometer", "--hex", "D9 F6 CB 84",
+                                 "--calibration", "81 B2"])
+        #expect(short?.status == 64)
+        #expect(short?.message == "--calibration: CC2541 Barometer Calibration: expected 16 bytes, got 2")
+    }
+
+    @Test(arguments: [
+        (["--model", "cc2650", "--sensor", "movement", "--hex", "80 00 00"], Int32(65),
+         "CC2650 Movement Data: expected 18 bytes, got 3"),
+        (["--model", "cc2650", "--sensor", "barometer", "--hex", "00 00 00 00 00"], 65,
+         "CC2650 Barometer Data: expected 6 or 4 bytes, got 5"),
+        (["--model", "cc2650", "--sensor", "battery", "--hex", "FF"], 65,
+         "Battery Level: undefined value 255 (0xFF)"),
+        (["--model", "cc2650", "--sensor", "gyroscope", "--hex", "00"], 64,
+         "cc2650 has no gyroscope sensor (it has temperature, humidity, barometer, movement, light, keys, battery, io)"),
+        (["--model", "cc9999", "--sensor", "keys", "--hex", "00"], 64,
+         "unknown model 'cc9999' (expected cc2541, cc2650, cc1350)"),
+        (["--model", "cc2650", "--sensor", "thermometer", "--hex", "00"], 64,
+         "unknown sensor 'thermometer' (expected one of temperature, accelerometer, humidity, magnetometer, barometer, gyroscope, movement, light, keys, battery, io, test)"),
+        (["--model", "cc2650", "--sensor", "keys", "--hex", "0G"], 64,
+         "--hex: invalid hex character 'G' at position 2"),
+        (["--model", "cc2650", "--sensor", "keys", "--hex", "123"], 64,
+         "--hex: odd number of hex digits (3): every byte needs two"),
+        (["--model", "cc2650", "--sensor", "keys", "--hex", " "], 64, "--hex: no hex bytes given"),
+        (["--model", "cc2650", "--sensor", "movement", "--hex", movement, "--range", "3g"], 64,
+         "--range '3g' is not a CC2650 movement range (2g, 4g, 8g, 16g)"),
+    ] as [([String], Int32, String)])
+    func errorsAreOneSpecificLine(args: [String], status: Int32, message: String) throws {
+        let f = try #require(try failure(args))
+        #expect(f.status == status)
+        #expect(f.message == message)
+        #expect(!f.message.contains("\n"))
+    }
+
+    @Test func hexParserAcceptsCommonSpellings() throws {
+        #expect(try parseHex("80 00 ff") == [0x80, 0x00, 0xFF])
+        #expect(try parseHex("8000FF") == [0x80, 0x00, 0xFF])
+        #expect(try parseHex("80:00:ff") == [0x80, 0x00, 0xFF])
+        #expect(try parseHex("0x80 0x00 0xFF") == [0x80, 0x00, 0xFF])
+        #expect(try parseHex("0x8000ff") == [0x80, 0x00, 0xFF])
+        #expect(throws: HexError.invalidCharacter("x", position: 2)) { try parseHex("80x0") }
+    }
+
+    @Test func jsonNumbersRoundTrip() {
+        for v in [0.1, -1.953125, 14.993894993894994, 1e-7, 83865.6, 2.0, -0.0, 1e300] {
+            #expect(Double(JSON.number(v)) == v)
+        }
+        #expect(JSON.number(.nan) == "null")
+        #expect(JSON.number(.infinity) == "null")
+        #expect(JSON.string("a\"b\\c\u{1}") == #""a\"b\\c\u0001""#)
+    }
+}
+
+/// The built binary, run as a process: what a user sees on stdout, stderr and in `$?`.
+@Suite struct DecodeProcessTests {
+    static var binary: URL {
+        // The test runner lives in the same build directory as the collectord executable.
+        URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "")
+            .deletingLastPathComponent().appendingPathComponent("collectord")
+    }
+
+    func run(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let p = Process()
+        p.executableURL = Self.binary
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    @Test func decodesAndExitsZero() throws {
+        let r = try run(["decode", "--model", "cc2650", "--sensor", "light", "--hex", "FF BF"])
+        #expect(r.status == 0)
+        #expect(r.stdout.contains(#""illuminance": {"value": 83865.6, "unit": "lux"}"#))
+        #expect(r.stderr.isEmpty)
+    }
+
+    @Test func wrongLengthIsOneLineOnStderr() throws {
+        let r = try run(["decode", "--model", "cc2541", "--sensor", "humidity", "--hex", "64 66 3E"])
+        #expect(r.status == 65)
+        #expect(r.stdout.isEmpty)
+        #expect(r.stderr == "collectord decode: CC2541 Humidity Data: expected 4 bytes, got 3\n")
+    }
+
+    @Test func versionNamesLibmosquitto() throws {
+        let r = try run(["version"])
+        #expect(r.status == 0)
+        #expect(r.stdout.hasPrefix("collectord 0.1.0\nlibmosquitto 2."))
+    }
+}
