@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "collectord", targets: ["collectord"]),
         .library(name: "Profiles", targets: ["Profiles"]),
         .library(name: "Acquisition", targets: ["Acquisition"]),
+        .library(name: "SensorTagEmulator", targets: ["SensorTagEmulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -24,18 +25,29 @@ let package = Package(
         ),
         .target(
             name: "Acquisition",
-            dependencies: ["Profiles"]
+            dependencies: ["Profiles", "CLinux", "CBlueZ"]
+        ),
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(
+            name: "CBlueZ",
+            pkgConfig: "bluez",
+            providers: [.apt(["libbluetooth-dev"])]
         ),
         .systemLibrary(
             name: "CMosquitto",
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
         ),
+        .target(
+            name: "SensorTagEmulator",
+            dependencies: ["Profiles", "Acquisition"]
+        ),
         .executableTarget(
             name: "collectord",
             dependencies: [
                 "Profiles",
                 "Acquisition",
+                "SensorTagEmulator",
                 "CMosquitto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -43,6 +55,10 @@ let package = Package(
         .testTarget(
             name: "ProfilesTests",
             dependencies: ["Profiles"]
+        ),
+        .testTarget(
+            name: "AcquisitionTests",
+            dependencies: ["Acquisition", "SensorTagEmulator", "Profiles"]
         ),
         .testTarget(
             name: "CollectordTests",

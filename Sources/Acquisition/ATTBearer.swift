@@ -1,0 +1,390 @@
+// The ATT bearer: one SOCK_SEQPACKET descriptor (an LE L2CAP socket on CID 4, or one end of a
+// socketpair in tests), where one recv is exactly one PDU. It owns the ATT transaction rules:
+// one outstanding request at a time, a per-request timeout after which the bearer is unusable
+// (Vol 3 Part F 3.3.3), confirmations for indications, and an answer for every request the peer
+// sends. It knows nothing of GATT.
+
+#if canImport(Glibc)
+import Glibc
+import CLinux
+#endif
+import Profiles
+
+/// Why a request did not get its response.
+public enum ATTRequestError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The peer answered with an Error Response.
+    case error(ATTErrorCode, handle: UInt16)
+    /// No response within the request timeout; the bearer has been closed.
+    case timeout
+    /// The bearer closed before the response arrived.
+    case disconnected
+    /// The response did not parse, or was longer than the MTU.
+    case malformedResponse(String)
+
+    public var description: String {
+        switch self {
+        case .error(let code, let handle): return "\(code) (handle 0x\(String(handle, radix: 16, uppercase: true)))"
+        case .timeout: return "request timed out"
+        case .disconnected: return "disconnected"
+        case .malformedResponse(let why): return "malformed response: \(why)"
+        }
+    }
+}
+
+/// Why a bearer closed.
+public enum ATTBearerCloseReason: Sendable, Equatable, CustomStringConvertible {
+    /// The peer closed the link (recv returned 0 or the socket hung up).
+    case peerClosed
+    /// A socket error, e.g. ECONNRESET or ETIMEDOUT (supervision timeout).
+    case error(Int32)
+    /// A request went unanswered: ATT forbids further use of the bearer.
+    case requestTimeout
+    /// Closed by its owner.
+    case local
+
+    public var description: String {
+        switch self {
+        case .peerClosed: return "peer closed the link"
+        case .error(let e): return String(cString: strerror(e))
+        case .requestTimeout: return "ATT request timed out"
+        case .local: return "closed locally"
+        }
+    }
+}
+
+/// What the bearer has seen; the session publishes these as metrics.
+public struct ATTCounters: Sendable, Equatable {
+    public var received: UInt64 = 0
+    public var sent: UInt64 = 0
+    public var notifications: UInt64 = 0
+    public var indications: UInt64 = 0
+    /// PDUs that did not parse (truncated, inconsistent lists, bad formats).
+    public var malformed: UInt64 = 0
+    /// PDUs longer than the negotiated MTU.
+    public var oversized: UInt64 = 0
+    public var unknownOpcodes: UInt64 = 0
+    /// Responses that matched no outstanding request.
+    public var unexpected: UInt64 = 0
+    /// Requests from the peer that were answered with an Error Response.
+    public var refusedRequests: UInt64 = 0
+    public var timeouts: UInt64 = 0
+    /// Outbound PDUs dropped because the socket's send queue stayed full.
+    public var dropped: UInt64 = 0
+    public init() {}
+}
+
+public final class ATTBearer {
+    public typealias ResponseHandler = (Result<ATTPDU, ATTRequestError>, borrowing RawSpan) -> Void
+    public typealias ValueHandler = (UInt16, borrowing RawSpan) -> Void
+    public typealias RequestHandler = (ATTPDU, borrowing RawSpan) -> Void
+
+    public let fd: Int32
+    private let loop: EventLoop
+    /// The negotiated ATT_MTU (23 until an exchange).
+    public var mtu: Int = ATT.defaultMTU
+    /// The MTU this side offers in an exchange.
+    public var preferredMTU: Int = ATT.maximumMTU
+    public var requestTimeout: Duration = .seconds(10)
+    public private(set) var counters = ATTCounters()
+    public private(set) var isOpen = true
+
+    /// Notifications (client role). The span is the value inside the receive buffer: valid only
+    /// during the call.
+    public var onNotification: ValueHandler?
+    /// Indications (client role); the confirmation is sent after the handler returns.
+    public var onIndication: ValueHandler?
+    /// Requests and commands from the peer (server role). Without a handler the bearer answers
+    /// as a client with no attributes. The handler must answer every request with `send`.
+    public var onRequest: RequestHandler?
+    /// Called once, when the bearer closes for any reason.
+    public var onClose: ((ATTBearerCloseReason) -> Void)?
+
+    private struct Pending {
+        let request: UInt8
+        let expect: ATTOpcode
+        let handler: ResponseHandler
+        var timer: TimerID?
+    }
+    private var pending: Pending?
+    private var queue: [(bytes: [UInt8], expect: ATTOpcode, handler: ResponseHandler)] = []
+    private var indicationPending: Pending?
+    /// Receive buffer, allocated once: every PDU is parsed and decoded where it lands.
+    private let rx: UnsafeMutableRawBufferPointer
+    private var outbox: [[UInt8]] = []
+    private var reply = ATTWriter(capacity: 32)
+    private static let outboxLimit = 256
+
+    /// Takes ownership of `fd` (a connected SOCK_SEQPACKET socket) and starts reading it.
+    public init(fd: Int32, loop: EventLoop) throws {
+        self.fd = fd
+        self.loop = loop
+        self.rx = .allocate(byteCount: ATT.maximumMTU + 1, alignment: 8)
+        let flags = fcntl(fd, F_GETFL)
+        _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        // The loop holds the bearer through this handler until `close()` unwatches it, so a
+        // bearer lives exactly as long as its link, whoever else holds it.
+        try loop.watch(fd, .readable) { events in self.ready(events) }
+    }
+
+    deinit { rx.deallocate() }
+
+    /// The first `n` received bytes.
+    private func received(_ n: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: rx[0..<n]) }
+
+    // MARK: Sending
+
+    /// Sends a request and calls `handler` with its response, an Error Response, a timeout or a
+    /// disconnect. Requests queue behind the outstanding one.
+    public func request(_ bytes: [UInt8], handler: @escaping ResponseHandler) {
+        guard isOpen else { return withRawSpan([]) { handler(.failure(.disconnected), $0) } }
+        guard let first = bytes.first, let op = ATTOpcode(rawValue: first), let expect = op.response else {
+            preconditionFailure("ATTBearer.request needs a request PDU")
+        }
+        if pending == nil {
+            start(bytes, expect: expect, handler: handler)
+        } else {
+            queue.append((bytes, expect, handler))
+        }
+    }
+
+    /// Sends an indication (server role) and calls `handler` when confirmed.
+    public func indicate(_ bytes: [UInt8], handler: @escaping ResponseHandler) {
+        guard isOpen, indicationPending == nil else { return withRawSpan([]) { handler(.failure(.disconnected), $0) } }
+        let timer = loop.schedule(after: requestTimeout) { [weak self] in self?.timedOut() }
+        indicationPending = Pending(request: ATTOpcode.handleValueIndication.rawValue, expect: .handleValueConfirmation,
+                                    handler: handler, timer: timer)
+        transmit(bytes)
+    }
+
+    /// Sends a PDU that expects no response: a command, a notification, or (server role) a
+    /// response. When the socket's queue is full the PDU waits in a bounded outbox.
+    public func send(_ bytes: [UInt8]) {
+        guard isOpen else { return }
+        transmit(bytes)
+    }
+
+    /// Sends `bytes` as given, without any check: fault injection in the emulator and tests.
+    public func sendRaw(_ bytes: [UInt8]) { transmit(bytes) }
+
+    public func close(_ reason: ATTBearerCloseReason = .local) {
+        guard isOpen else { return }
+        isOpen = false
+        loop.unwatch(fd)
+        Glibc.close(fd)
+        if let p = pending {
+            loop.cancel(p.timer)
+            pending = nil
+            withRawSpan([]) { p.handler(.failure(reason == .requestTimeout ? .timeout : .disconnected), $0) }
+        }
+        if let p = indicationPending {
+            loop.cancel(p.timer)
+            indicationPending = nil
+            withRawSpan([]) { p.handler(.failure(.disconnected), $0) }
+        }
+        let waiting = queue
+        queue.removeAll()
+        for q in waiting { withRawSpan([]) { q.handler(.failure(.disconnected), $0) } }
+        outbox.removeAll()
+        onClose?(reason)
+        onClose = nil
+    }
+
+    private func start(_ bytes: [UInt8], expect: ATTOpcode, handler: @escaping ResponseHandler) {
+        let timer = loop.schedule(after: requestTimeout) { [weak self] in self?.timedOut() }
+        pending = Pending(request: bytes[0], expect: expect, handler: handler, timer: timer)
+        transmit(bytes)
+    }
+
+    private func timedOut() {
+        counters.timeouts += 1
+        close(.requestTimeout)
+    }
+
+    private func transmit(_ bytes: [UInt8]) {
+        guard isOpen else { return }
+        if !outbox.isEmpty {
+            enqueue(bytes)
+            return
+        }
+        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        if n >= 0 {
+            counters.sent += 1
+            return
+        }
+        switch errno {
+        case EAGAIN, EWOULDBLOCK, ENOBUFS: enqueue(bytes)
+        case EINTR: transmit(bytes)
+        default: close(.error(errno))
+        }
+    }
+
+    private func enqueue(_ bytes: [UInt8]) {
+        guard outbox.count < ATTBearer.outboxLimit else {
+            counters.dropped += 1
+            return
+        }
+        if outbox.isEmpty { loop.modify(fd, [.readable, .writable]) }
+        outbox.append(bytes)
+    }
+
+    private func flush() {
+        while let next = outbox.first {
+            let n = next.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 {
+                if errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS { return }
+                if errno == EINTR { continue }
+                close(.error(errno))
+                return
+            }
+            counters.sent += 1
+            outbox.removeFirst()
+        }
+        loop.modify(fd, .readable)
+    }
+
+    // MARK: Receiving
+
+    private func ready(_ events: IOEvents) {
+        if events.contains(.writable) { flush() }
+        // Drain what is queued, but yield to other descriptors after a bounded batch.
+        for _ in 0..<64 {
+            guard isOpen else { return }
+            let n = Glibc.recv(fd, rx.baseAddress, rx.count, Int32(MSG_DONTWAIT | MSG_TRUNC))
+            if n > 0 {
+                counters.received += 1
+                if n > rx.count || n > mtu {
+                    counters.oversized += 1
+                    if let p = pending, n > mtu, let op = ATTOpcode(rawValue: rx[0]), op.isResponse {
+                        finish(p, .failure(.malformedResponse("\(n) bytes exceed the MTU of \(mtu)")), length: 0)
+                    }
+                    continue
+                }
+                dispatch(length: n)
+            } else if n == 0 {
+                close(.peerClosed)
+                return
+            } else {
+                switch errno {
+                case EAGAIN, EWOULDBLOCK:
+                    if events.contains(.hangup) || events.contains(.error) { close(.peerClosed) }
+                    return
+                case EINTR: continue
+                default:
+                    close(.error(errno))
+                    return
+                }
+            }
+        }
+    }
+
+    private func dispatch(length n: Int) {
+        let pdu: ATTPDU
+        do {
+            pdu = try ATTPDU.parse(RawSpan(_unsafeBytes: received(n)))
+        } catch {
+            rejected(error, firstByte: rx[0])
+            return
+        }
+        let span = RawSpan(_unsafeBytes: received(n))
+        switch pdu {
+        case .notification(let handle):
+            counters.notifications += 1
+            onNotification?(handle, span.extracting(3..<n))
+        case .indication(let handle):
+            counters.indications += 1
+            onIndication?(handle, span.extracting(3..<n))
+            reply.confirmation()
+            transmit(reply.bytes)
+        case .errorResponse(let request, _, _):
+            if let p = pending, p.request == request {
+                finish(p, .success(pdu), length: n)
+            } else {
+                counters.unexpected += 1
+            }
+        case .confirmation:
+            if let p = indicationPending {
+                loop.cancel(p.timer)
+                indicationPending = nil
+                p.handler(.success(pdu), span)
+            } else {
+                counters.unexpected += 1
+            }
+        default:
+            let op = ATTOpcode(rawValue: rx[0])!
+            if op.isResponse {
+                if let p = pending, p.expect == op {
+                    finish(p, .success(pdu), length: n)
+                } else {
+                    counters.unexpected += 1
+                }
+            } else if let onRequest {
+                onRequest(pdu, span)
+            } else {
+                answerAsClient(pdu)
+            }
+        }
+    }
+
+    /// Completes the outstanding request and starts the next queued one.
+    private func finish(_ p: Pending, _ result: Result<ATTPDU, ATTRequestError>, length: Int) {
+        loop.cancel(p.timer)
+        pending = nil
+        if case .success(.errorResponse(_, let handle, let code)) = result {
+            withRawSpan([]) { p.handler(.failure(.error(code, handle: handle)), $0) }
+        } else {
+            p.handler(result, RawSpan(_unsafeBytes: received(length)))
+        }
+        if pending == nil, isOpen, !queue.isEmpty {
+            let next = queue.removeFirst()
+            start(next.bytes, expect: next.expect, handler: next.handler)
+        }
+    }
+
+    /// A PDU that did not parse: count it, fail the request it answers, and answer it if the
+    /// peer expects an answer.
+    private func rejected(_ error: ATTParseError, firstByte: UInt8) {
+        switch error {
+        case .unknownOpcode(let raw):
+            counters.unknownOpcodes += 1
+            if !ATTOpcode.isCommand(raw) { refuse(request: raw, handle: 0, .requestNotSupported) }
+        case .empty:
+            counters.malformed += 1
+        case .length(let op, _, _), .malformed(let op, _):
+            counters.malformed += 1
+            if op.isResponse, let p = pending, p.expect == op || op == .errorResponse {
+                finish(p, .failure(.malformedResponse(error.description)), length: 0)
+            } else if op.response != nil, op != .handleValueIndication {
+                refuse(request: op.rawValue, handle: 0, .invalidPDU)
+            }
+        }
+    }
+
+    /// Answers the requests a GATT client may receive: an MTU exchange is honoured, discovery of
+    /// our (empty) attribute table finds nothing, everything else is not supported.
+    private func answerAsClient(_ pdu: ATTPDU) {
+        switch pdu {
+        case .exchangeMTURequest(let clientMTU):
+            reply.reset(.exchangeMTUResponse)
+            reply.u16(UInt16(preferredMTU))
+            transmit(reply.bytes)
+            mtu = max(ATT.defaultMTU, min(Int(clientMTU), preferredMTU))
+        case .readByGroupTypeRequest(let start, _, _), .readByTypeRequest(let start, _, _),
+             .findInformationRequest(let start, _), .findByTypeValueRequest(let start, _, _):
+            refuse(request: rx[0], handle: start, .attributeNotFound)
+        case .readRequest(let h), .readBlobRequest(let h, _), .writeRequest(let h):
+            refuse(request: rx[0], handle: h, .invalidHandle)
+        case .writeCommand, .unsupported(.signedWriteCommand):
+            break
+        case .unsupported(let op) where op.response != nil:
+            refuse(request: op.rawValue, handle: 0, .requestNotSupported)
+        default:
+            counters.unexpected += 1
+        }
+    }
+
+    public func refuse(request: UInt8, handle: UInt16, _ code: ATTErrorCode) {
+        counters.refusedRequests += 1
+        reply.error(request: request, handle: handle, code: code)
+        transmit(reply.bytes)
+    }
+}

@@ -1,0 +1,287 @@
+// One event loop owns every file descriptor of the process: Bluetooth sockets, the HCI socket,
+// the MQTT socket, signals, and all timers. It sleeps in epoll_wait until a descriptor is ready or
+// the earliest timer is due; nothing polls, nothing sleeps in a loop, and no thread is started.
+//
+// Why our own ~250 lines rather than libsystemd's sd-event: handlers are Swift closures owned by
+// the loop (no Unmanaged userdata juggling per source), the clock is injectable so supervision
+// (backoff, give-up, watchdogs) is tested in virtual time without sleeping, and the daemon needs
+// no libsystemd at all (sd_notify is one datagram, sent by the executable).
+
+#if canImport(Glibc)
+import Glibc
+import CLinux
+#endif
+
+/// A point on the monotonic clock, in nanoseconds.
+public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
+    public var nanoseconds: UInt64
+    public init(nanoseconds: UInt64) { self.nanoseconds = nanoseconds }
+
+    public static func < (a: Instant, b: Instant) -> Bool { a.nanoseconds < b.nanoseconds }
+    public static func + (a: Instant, d: Duration) -> Instant {
+        let ns = d.nanosecondsClamped
+        return Instant(nanoseconds: ns >= 0 ? a.nanoseconds &+ UInt64(ns) : a.nanoseconds &- UInt64(-ns))
+    }
+    public static func - (a: Instant, b: Instant) -> Duration {
+        a >= b ? .nanoseconds(Int64(a.nanoseconds - b.nanoseconds)) : .nanoseconds(-Int64(b.nanoseconds - a.nanoseconds))
+    }
+
+    public var description: String { "\(nanoseconds / 1_000_000)ms" }
+}
+
+extension Duration {
+    /// Whole nanoseconds, saturating.
+    public var nanosecondsClamped: Int64 {
+        let (s, atto) = components
+        let (ns, overflow) = s.multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return s < 0 ? .min : .max }
+        return ns &+ atto / 1_000_000_000
+    }
+
+    public var milliseconds: Int64 { nanosecondsClamped / 1_000_000 }
+}
+
+/// Where the loop gets the time from. The system clock reads CLOCK_MONOTONIC; tests use
+/// `ManualClock`, and the loop then jumps straight to the next timer when it has nothing to do.
+public protocol MonotonicClock: AnyObject {
+    var now: Instant { get }
+    /// True for a clock that only moves when told to: the loop advances it instead of sleeping.
+    var isManual: Bool { get }
+    func advance(to instant: Instant)
+}
+
+public final class SystemClock: MonotonicClock {
+    public init() {}
+    public var now: Instant {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Instant(nanoseconds: UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec))
+    }
+    public var isManual: Bool { false }
+    public func advance(to instant: Instant) {}
+}
+
+public final class ManualClock: MonotonicClock {
+    public private(set) var now: Instant
+    public init(start: Instant = Instant(nanoseconds: 1_000_000_000)) { now = start }
+    public var isManual: Bool { true }
+    public func advance(to instant: Instant) { if instant > now { now = instant } }
+    public func advance(by d: Duration) { advance(to: now + d) }
+}
+
+/// Readiness reported for a descriptor.
+public struct IOEvents: OptionSet, Sendable {
+    public let rawValue: UInt32
+    public init(rawValue: UInt32) { self.rawValue = rawValue }
+    public static let readable = IOEvents(rawValue: EPOLLIN.rawValue)
+    public static let writable = IOEvents(rawValue: EPOLLOUT.rawValue)
+    public static let hangup = IOEvents(rawValue: EPOLLHUP.rawValue | EPOLLRDHUP.rawValue)
+    public static let error = IOEvents(rawValue: EPOLLERR.rawValue)
+}
+
+/// Identifies a scheduled timer so it can be cancelled.
+public struct TimerID: Hashable, Sendable {
+    let value: UInt64
+}
+
+public struct SystemError: Error, Sendable, CustomStringConvertible {
+    public let call: StaticString
+    public let errno: Int32
+    public init(_ call: StaticString, errno: Int32 = Glibc.errno) {
+        self.call = call
+        self.errno = errno
+    }
+    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
+}
+
+public final class EventLoop {
+    public let clock: MonotonicClock
+    private let epfd: Int32
+    private var handlers: [Int32: (IOEvents) -> Void] = [:]
+    private var timers = TimerHeap()
+    private var timerHandlers: [UInt64: () -> Void] = [:]
+    private var nextTimerID: UInt64 = 1
+    private var stopped = false
+    private var events = [epoll_event](repeating: epoll_event(), count: 64)
+    /// How many times the loop woke up; the steady-state benchmarks read it.
+    public private(set) var wakeups: UInt64 = 0
+
+    public init(clock: MonotonicClock = SystemClock()) throws {
+        self.clock = clock
+        epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
+        guard epfd >= 0 else { throw SystemError("epoll_create1") }
+    }
+
+    deinit { close(epfd) }
+
+    public var now: Instant { clock.now }
+
+    // MARK: Descriptors
+
+    /// Calls `handler` on the loop whenever `fd` is ready for `interest`. Hang-ups and errors are
+    /// always reported. One handler per descriptor.
+    public func watch(_ fd: Int32, _ interest: IOEvents, handler: @escaping (IOEvents) -> Void) throws {
+        var ev = epoll_event(events: interest.rawValue | EPOLLRDHUP.rawValue, data: epoll_data_t(fd: fd))
+        let op = handlers[fd] == nil ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
+        guard epoll_ctl(epfd, op, fd, &ev) == 0 else { throw SystemError("epoll_ctl") }
+        handlers[fd] = handler
+    }
+
+    /// Changes what `fd` is watched for, keeping its handler.
+    public func modify(_ fd: Int32, _ interest: IOEvents) {
+        guard handlers[fd] != nil else { return }
+        var ev = epoll_event(events: interest.rawValue | EPOLLRDHUP.rawValue, data: epoll_data_t(fd: fd))
+        _ = epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev)
+    }
+
+    /// Stops watching `fd`. Call before closing it.
+    public func unwatch(_ fd: Int32) {
+        guard handlers.removeValue(forKey: fd) != nil else { return }
+        _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
+    }
+
+    // MARK: Timers
+
+    @discardableResult
+    public func schedule(at deadline: Instant, _ handler: @escaping () -> Void) -> TimerID {
+        let id = nextTimerID
+        nextTimerID += 1
+        timers.push(deadline, id)
+        timerHandlers[id] = handler
+        return TimerID(value: id)
+    }
+
+    @discardableResult
+    public func schedule(after delay: Duration, _ handler: @escaping () -> Void) -> TimerID {
+        schedule(at: now + delay, handler)
+    }
+
+    /// Cancels a timer; harmless if it already fired.
+    public func cancel(_ id: TimerID?) {
+        guard let id else { return }
+        timerHandlers.removeValue(forKey: id.value)
+    }
+
+    public var pendingTimers: Int { timerHandlers.count }
+
+    // MARK: Running
+
+    public func stop() { stopped = true }
+
+    /// Runs until `stop()`.
+    public func run() {
+        stopped = false
+        while !stopped { runOnce(maxWait: nil) }
+    }
+
+    /// Runs until `condition` holds, or `limit` of (virtual or real) time has passed. Returns
+    /// whether the condition was met. With a manual clock, idle time is skipped.
+    @discardableResult
+    public func run(until condition: () -> Bool, limit: Duration = .seconds(10)) -> Bool {
+        let deadline = now + limit
+        stopped = false
+        while !condition() {
+            if stopped || now >= deadline { return condition() }
+            runOnce(maxWait: deadline - now)
+        }
+        return true
+    }
+
+    /// One iteration: wait for I/O or the next timer (at most `maxWait`), dispatch I/O, then fire
+    /// every due timer.
+    public func runOnce(maxWait: Duration?) {
+        var timeout: Int32 = -1
+        let next = nextDeadline()
+        if let next {
+            let d = next - now
+            timeout = d <= .zero ? 0 : Int32(clamping: (d.nanosecondsClamped + 999_999) / 1_000_000)
+        }
+        if let maxWait {
+            let m = Int32(clamping: max(0, (maxWait.nanosecondsClamped + 999_999) / 1_000_000))
+            timeout = timeout < 0 ? m : min(timeout, m)
+        }
+        if clock.isManual && timeout != 0 {
+            // Virtual time: dispatch whatever is ready now; when nothing is, jump the clock to the
+            // next timer (or to the end of maxWait) instead of sleeping.
+            if poll(timeout: 0) == 0 {
+                if let next, maxWait.map({ now + $0 >= next }) ?? true {
+                    clock.advance(to: next)
+                } else if let maxWait {
+                    clock.advance(to: now + maxWait)
+                } else {
+                    _ = poll(timeout: -1)
+                }
+            }
+        } else {
+            _ = poll(timeout: timeout)
+        }
+        fireDueTimers()
+    }
+
+    private func nextDeadline() -> Instant? {
+        while let top = timers.peek() {
+            if timerHandlers[top.id] != nil { return top.deadline }
+            _ = timers.pop()  // cancelled
+        }
+        return nil
+    }
+
+    private func poll(timeout: Int32) -> Int {
+        let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, Int32($0.count), timeout) }
+        guard n > 0 else { return 0 }
+        wakeups += 1
+        for i in 0..<Int(n) {
+            let ev = events[i]
+            if let handler = handlers[ev.data.fd] { handler(IOEvents(rawValue: ev.events)) }
+        }
+        return Int(n)
+    }
+
+    private func fireDueTimers() {
+        let t = now
+        while let top = timers.peek(), top.deadline <= t {
+            _ = timers.pop()
+            if let handler = timerHandlers.removeValue(forKey: top.id) { handler() }
+        }
+    }
+}
+
+/// A binary min-heap of (deadline, id); cancelled entries are skipped lazily.
+struct TimerHeap {
+    private var items: [(deadline: Instant, id: UInt64)] = []
+
+    func peek() -> (deadline: Instant, id: UInt64)? { items.first }
+
+    mutating func push(_ deadline: Instant, _ id: UInt64) {
+        items.append((deadline, id))
+        var i = items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard less(i, parent) else { break }
+            items.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    mutating func pop() -> (deadline: Instant, id: UInt64)? {
+        guard !items.isEmpty else { return nil }
+        items.swapAt(0, items.count - 1)
+        let top = items.removeLast()
+        var i = 0
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var m = i
+            if l < items.count && less(l, m) { m = l }
+            if r < items.count && less(r, m) { m = r }
+            if m == i { break }
+            items.swapAt(i, m)
+            i = m
+        }
+        return top
+    }
+
+    /// Earlier deadline first; equal deadlines in scheduling order.
+    private func less(_ a: Int, _ b: Int) -> Bool {
+        items[a].deadline < items[b].deadline || (items[a].deadline == items[b].deadline && items[a].id < items[b].id)
+    }
+}

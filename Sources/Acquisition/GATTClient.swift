@@ -1,0 +1,336 @@
+// The GATT client procedures (Core Spec Vol 3 Part G, section 4) over an ATT bearer: MTU
+// exchange, primary service, characteristic and descriptor discovery, read (continued with read
+// blob when the value fills the MTU), write request and write command. Discovery results are
+// plain values so a session can cache them per tag and skip discovery on reconnect.
+
+import Profiles
+
+/// A primary service and its handle range.
+public struct GATTService: Sendable, Hashable {
+    public var uuid: GATTUUID
+    public var start: UInt16
+    public var end: UInt16
+    public var characteristics: [GATTCharacteristic]
+
+    public init(uuid: GATTUUID, start: UInt16, end: UInt16, characteristics: [GATTCharacteristic] = []) {
+        self.uuid = uuid
+        self.start = start
+        self.end = end
+        self.characteristics = characteristics
+    }
+}
+
+/// A characteristic: its declaration, value handle, properties and, when it has one, its CCCD.
+public struct GATTCharacteristic: Sendable, Hashable {
+    public var uuid: GATTUUID
+    public var declaration: UInt16
+    public var valueHandle: UInt16
+    public var properties: CharacteristicProperties
+    /// Last handle that belongs to this characteristic (its descriptors end there).
+    public var end: UInt16
+    public var cccd: UInt16?
+
+    public init(uuid: GATTUUID, declaration: UInt16, valueHandle: UInt16, properties: CharacteristicProperties,
+                end: UInt16, cccd: UInt16? = nil) {
+        self.uuid = uuid
+        self.declaration = declaration
+        self.valueHandle = valueHandle
+        self.properties = properties
+        self.end = end
+        self.cccd = cccd
+    }
+}
+
+/// Everything discovery found on a device.
+public struct GATTDatabase: Sendable, Hashable {
+    public var services: [GATTService]
+    public init(services: [GATTService]) { self.services = services }
+
+    public func service(_ uuid: GATTUUID) -> GATTService? { services.first { $0.uuid == uuid } }
+
+    public func characteristic(_ uuid: GATTUUID, in service: GATTUUID? = nil) -> GATTCharacteristic? {
+        for s in services where service == nil || s.uuid == service {
+            if let c = s.characteristics.first(where: { $0.uuid == uuid }) { return c }
+        }
+        return nil
+    }
+}
+
+public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
+    case att(ATTRequestError)
+    /// The peer answered with a PDU that makes no sense for the procedure.
+    case protocolViolation(String)
+
+    public var description: String {
+        switch self {
+        case .att(let e): return e.description
+        case .protocolViolation(let why): return "protocol violation: \(why)"
+        }
+    }
+}
+
+public final class GATTClient {
+    public let bearer: ATTBearer
+    private var writer = ATTWriter()
+
+    public static let primaryService = GATTUUID.sig(0x2800)
+    public static let characteristicDeclaration = GATTUUID.sig(0x2803)
+
+    public init(bearer: ATTBearer) {
+        self.bearer = bearer
+    }
+
+    // MARK: MTU
+
+    /// Offers `bearer.preferredMTU` and settles on the smaller of both sides' values.
+    public func exchangeMTU(_ completion: @escaping (Result<Int, GATTError>) -> Void) {
+        writer.exchangeMTU(bearer.preferredMTU)
+        bearer.request(writer.bytes) { [bearer] result, _ in
+            switch result {
+            case .success(.exchangeMTUResponse(let serverMTU)):
+                bearer.mtu = max(ATT.defaultMTU, min(Int(serverMTU), bearer.preferredMTU))
+                completion(.success(bearer.mtu))
+            case .success(let other):
+                completion(.failure(.protocolViolation("unexpected \(other) to an MTU exchange")))
+            case .failure(.error(.requestNotSupported, _)):
+                completion(.success(bearer.mtu))  // the server keeps the default MTU
+            case .failure(let e):
+                completion(.failure(.att(e)))
+            }
+        }
+    }
+
+    // MARK: Discovery
+
+    /// Discovers every primary service, then every characteristic and CCCD in each.
+    public func discoverAll(_ completion: @escaping (Result<GATTDatabase, GATTError>) -> Void) {
+        discoverPrimaryServices { [self] result in
+            switch result {
+            case .failure(let e): completion(.failure(e))
+            case .success(let services): fillServices(services, index: 0, completion)
+            }
+        }
+    }
+
+    private func fillServices(_ services: [GATTService], index: Int, _ completion: @escaping (Result<GATTDatabase, GATTError>) -> Void) {
+        guard index < services.count else { return completion(.success(GATTDatabase(services: services))) }
+        discoverCharacteristics(of: services[index]) { [self] result in
+            switch result {
+            case .failure(let e): completion(.failure(e))
+            case .success(let characteristics):
+                var services = services
+                services[index].characteristics = characteristics
+                discoverCCCDs(characteristics, index: 0) { [self] result in
+                    switch result {
+                    case .failure(let e): completion(.failure(e))
+                    case .success(let withCCCDs):
+                        services[index].characteristics = withCCCDs
+                        fillServices(services, index: index + 1, completion)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Read By Group Type over the whole handle range, continued until "attribute not found".
+    public func discoverPrimaryServices(_ completion: @escaping (Result<[GATTService], GATTError>) -> Void) {
+        discoverServices(from: 1, found: [], completion)
+    }
+
+    private func discoverServices(from start: UInt16, found: [GATTService], _ completion: @escaping (Result<[GATTService], GATTError>) -> Void) {
+        writer.readByGroupType(start: start, end: 0xFFFF, type: GATTClient.primaryService)
+        bearer.request(writer.bytes) { [self] result, bytes in
+            switch result {
+            case .failure(.error(.attributeNotFound, _)):
+                completion(.success(found))
+            case .failure(let e):
+                completion(.failure(.att(e)))
+            case .success(let pdu):
+                guard case .readByGroupTypeResponse(let length) = pdu, length == 6 || length == 20 else {
+                    return completion(.failure(.protocolViolation("bad primary service response \(pdu)")))
+                }
+                var found = found
+                let list = ATTList(pdu, in: bytes)
+                var last: UInt16 = start
+                for i in 0..<list.count {
+                    let at = list.start(i)
+                    let handle = UInt16.load(from: bytes, at: at), end = UInt16.load(from: bytes, at: at + 2)
+                    guard handle >= start, end >= handle, handle > (found.last?.end ?? 0) else {
+                        return completion(.failure(.protocolViolation("service handles out of order")))
+                    }
+                    guard let uuid = try? GATTUUID.load(from: bytes.extracting((at + 4)..<(at + length))) else {
+                        return completion(.failure(.protocolViolation("bad service UUID")))
+                    }
+                    found.append(GATTService(uuid: uuid, start: handle, end: end))
+                    last = end
+                }
+                if last == 0xFFFF { return completion(.success(found)) }
+                discoverServices(from: last + 1, found: found, completion)
+            }
+        }
+    }
+
+    /// Read By Type for characteristic declarations within the service's range.
+    public func discoverCharacteristics(of service: GATTService, _ completion: @escaping (Result<[GATTCharacteristic], GATTError>) -> Void) {
+        discoverCharacteristics(from: service.start, to: service.end, found: []) { result in
+            completion(result.map { list in
+                // Each characteristic ends where the next declaration begins, or at the service end.
+                var list = list
+                for i in list.indices {
+                    list[i].end = i + 1 < list.count ? list[i + 1].declaration - 1 : service.end
+                }
+                return list
+            })
+        }
+    }
+
+    private func discoverCharacteristics(from start: UInt16, to end: UInt16, found: [GATTCharacteristic],
+                                         _ completion: @escaping (Result<[GATTCharacteristic], GATTError>) -> Void) {
+        guard start <= end else { return completion(.success(found)) }
+        writer.readByType(start: start, end: end, type: GATTClient.characteristicDeclaration)
+        bearer.request(writer.bytes) { [self] result, bytes in
+            switch result {
+            case .failure(.error(.attributeNotFound, _)):
+                completion(.success(found))
+            case .failure(let e):
+                completion(.failure(.att(e)))
+            case .success(let pdu):
+                guard case .readByTypeResponse(let length) = pdu, length == 7 || length == 21 else {
+                    return completion(.failure(.protocolViolation("bad characteristic response \(pdu)")))
+                }
+                var found = found
+                let list = ATTList(pdu, in: bytes)
+                var last = start
+                for i in 0..<list.count {
+                    let at = list.start(i)
+                    let declaration = UInt16.load(from: bytes, at: at)
+                    let properties = CharacteristicProperties(rawValue: UInt8.load(from: bytes, at: at + 2))
+                    let value = UInt16.load(from: bytes, at: at + 3)
+                    guard declaration >= start, declaration <= end, value > declaration, value <= end,
+                          declaration > (found.last?.declaration ?? 0),
+                          let uuid = try? GATTUUID.load(from: bytes.extracting((at + 5)..<(at + length))) else {
+                        return completion(.failure(.protocolViolation("bad characteristic declaration")))
+                    }
+                    found.append(GATTCharacteristic(uuid: uuid, declaration: declaration, valueHandle: value,
+                                                    properties: properties, end: end))
+                    last = declaration
+                }
+                if last >= end { return completion(.success(found)) }
+                discoverCharacteristics(from: last + 1, to: end, found: found, completion)
+            }
+        }
+    }
+
+    /// Finds the CCCD of every characteristic that can notify or indicate.
+    private func discoverCCCDs(_ list: [GATTCharacteristic], index: Int,
+                               _ completion: @escaping (Result<[GATTCharacteristic], GATTError>) -> Void) {
+        var i = index
+        while i < list.count && (!list[i].properties.contains(.notify) && !list[i].properties.contains(.indicate)
+                                 || list[i].valueHandle >= list[i].end) {
+            i += 1
+        }
+        guard i < list.count else { return completion(.success(list)) }
+        discoverDescriptors(from: list[i].valueHandle + 1, to: list[i].end) { [self] result in
+            switch result {
+            case .failure(let e): completion(.failure(e))
+            case .success(let descriptors):
+                var list = list
+                list[i].cccd = descriptors.first { $0.uuid == ClientConfiguration.uuid }?.handle
+                discoverCCCDs(list, index: i + 1, completion)
+            }
+        }
+    }
+
+    /// Find Information over a handle range.
+    public func discoverDescriptors(from start: UInt16, to end: UInt16,
+                                    _ completion: @escaping (Result<[(handle: UInt16, uuid: GATTUUID)], GATTError>) -> Void) {
+        findInformation(from: start, to: end, found: [], completion)
+    }
+
+    private func findInformation(from start: UInt16, to end: UInt16, found: [(handle: UInt16, uuid: GATTUUID)],
+                                 _ completion: @escaping (Result<[(handle: UInt16, uuid: GATTUUID)], GATTError>) -> Void) {
+        guard start <= end, start != 0 else { return completion(.success(found)) }
+        writer.findInformation(start: start, end: end)
+        bearer.request(writer.bytes) { [self] result, bytes in
+            switch result {
+            case .failure(.error(.attributeNotFound, _)):
+                completion(.success(found))
+            case .failure(let e):
+                completion(.failure(.att(e)))
+            case .success(let pdu):
+                guard case .findInformationResponse(let uuidLength) = pdu else {
+                    return completion(.failure(.protocolViolation("bad find information response \(pdu)")))
+                }
+                var found = found
+                let list = ATTList(pdu, in: bytes)
+                var last = start
+                for i in 0..<list.count {
+                    let at = list.start(i)
+                    let handle = UInt16.load(from: bytes, at: at)
+                    guard handle >= start, handle <= end, handle >= last,
+                          let uuid = try? GATTUUID.load(from: bytes.extracting((at + 2)..<(at + 2 + uuidLength))) else {
+                        return completion(.failure(.protocolViolation("descriptor handles out of range")))
+                    }
+                    found.append((handle, uuid))
+                    last = handle
+                }
+                if last >= end { return completion(.success(found)) }
+                findInformation(from: last + 1, to: end, found: found, completion)
+            }
+        }
+    }
+
+    // MARK: Values
+
+    /// Reads a value; a value that fills the MTU is continued with Read Blob until it ends.
+    public func read(_ handle: UInt16, _ completion: @escaping (Result<[UInt8], GATTError>) -> Void) {
+        writer.read(handle)
+        bearer.request(writer.bytes) { [self] result, bytes in
+            switch result {
+            case .failure(let e): completion(.failure(.att(e)))
+            case .success(.readResponse):
+                var value: [UInt8] = []
+                for i in 1..<bytes.byteCount { value.append(UInt8.load(from: bytes, at: i)) }
+                if bytes.byteCount == bearer.mtu { readBlob(handle, value, completion) } else { completion(.success(value)) }
+            case .success(let other):
+                completion(.failure(.protocolViolation("unexpected \(other) to a read")))
+            }
+        }
+    }
+
+    private func readBlob(_ handle: UInt16, _ value: [UInt8], _ completion: @escaping (Result<[UInt8], GATTError>) -> Void) {
+        guard value.count < 512 else { return completion(.success(value)) }
+        writer.readBlob(handle, offset: UInt16(value.count))
+        bearer.request(writer.bytes) { [self] result, bytes in
+            switch result {
+            case .failure(.error(.attributeNotLong, _)), .failure(.error(.invalidOffset, _)):
+                completion(.success(value))
+            case .failure(let e): completion(.failure(.att(e)))
+            case .success(.readBlobResponse):
+                var value = value
+                for i in 1..<bytes.byteCount { value.append(UInt8.load(from: bytes, at: i)) }
+                if bytes.byteCount == bearer.mtu { readBlob(handle, value, completion) } else { completion(.success(value)) }
+            case .success(let other):
+                completion(.failure(.protocolViolation("unexpected \(other) to a read blob")))
+            }
+        }
+    }
+
+    /// Write Request: completes when the server acknowledges (or refuses) the value.
+    public func write(_ handle: UInt16, _ value: [UInt8], _ completion: @escaping (Result<Void, GATTError>) -> Void) {
+        writer.write(handle, value)
+        bearer.request(writer.bytes) { result, _ in
+            switch result {
+            case .success(.writeResponse): completion(.success(()))
+            case .success(let other): completion(.failure(.protocolViolation("unexpected \(other) to a write")))
+            case .failure(let e): completion(.failure(.att(e)))
+            }
+        }
+    }
+
+    /// Write Command: no acknowledgement.
+    public func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) {
+        writer.write(handle, value, command: true)
+        bearer.send(writer.bytes)
+    }
+}
