@@ -388,3 +388,8 @@ public final class ATTBearer {
         transmit(reply.bytes)
     }
 }
+
+/// Closes a descriptor nobody else owns (a link that arrived after its attempt was abandoned).
+public func closeDescriptor(_ fd: Int32) {
+    _ = Glibc.close(fd)
+}

@@ -53,6 +53,12 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
         return s
     }
 
+    /// Same 48 bits, whatever the address type says (advertising reports and configuration files
+    /// do not always agree on it).
+    public func sameDevice(as other: BluetoothAddress) -> Bool {
+        (0..<6).allSatisfy { bytes[$0] == other.bytes[$0] }
+    }
+
     public static func == (a: BluetoothAddress, b: BluetoothAddress) -> Bool {
         a.kind == b.kind && (0..<6).allSatisfy { a.bytes[$0] == b.bytes[$0] }
     }

@@ -106,7 +106,7 @@ public final class EventLoop {
     /// How many times the loop woke up; the steady-state benchmarks read it.
     public private(set) var wakeups: UInt64 = 0
 
-    public init(clock: MonotonicClock = SystemClock()) throws {
+    public init(clock: MonotonicClock = SystemClock()) throws(SystemError) {
         self.clock = clock
         epfd = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard epfd >= 0 else { throw SystemError("epoll_create1") }
@@ -120,7 +120,7 @@ public final class EventLoop {
 
     /// Calls `handler` on the loop whenever `fd` is ready for `interest`. Hang-ups and errors are
     /// always reported. One handler per descriptor.
-    public func watch(_ fd: Int32, _ interest: IOEvents, handler: @escaping (IOEvents) -> Void) throws {
+    public func watch(_ fd: Int32, _ interest: IOEvents, handler: @escaping (IOEvents) -> Void) throws(SystemError) {
         var ev = epoll_event(events: interest.rawValue | EPOLLRDHUP.rawValue, data: epoll_data_t(fd: fd))
         let op = handlers[fd] == nil ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
         guard epoll_ctl(epfd, op, fd, &ev) == 0 else { throw SystemError("epoll_ctl") }

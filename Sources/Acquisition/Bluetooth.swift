@@ -1,0 +1,209 @@
+// The kernel's Bluetooth sockets: LE L2CAP on the ATT fixed channel (connect for the daemon,
+// listen for the emulator), and a raw HCI socket for LE scanning, advertising and adapter
+// up/down events. These are the transport edges; everything above them is tested over
+// socketpairs, and these run against real controllers in the virtual-controller rig.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import CBlueZ
+import Profiles
+
+// MARK: - Adapters
+
+/// A local controller, e.g. hci0.
+public struct Adapter: Sendable, Hashable, CustomStringConvertible {
+    public let id: Int32
+    public let name: String
+    public let address: BluetoothAddress
+
+    /// Looks up "hci0" (or "0"); fails when the kernel has no such controller or no Bluetooth.
+    public static func named(_ name: String) throws(LinkError) -> Adapter {
+        let id = hci_devid(name)
+        guard id >= 0 else {
+            let reason = errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : "no adapter named \(name)"
+            throw .adapterUnavailable(reason)
+        }
+        var ba = bdaddr_t()
+        guard hci_devba(id, &ba) == 0 else { throw .adapterUnavailable("\(name) is down (\(String(cString: strerror(errno))))") }
+        return Adapter(id: id, name: "hci\(id)", address: BluetoothAddress(bdaddr: ba))
+    }
+
+    public var description: String { "\(name) (\(address))" }
+}
+
+extension BluetoothAddress {
+    /// From the little-endian `bdaddr_t` the kernel uses.
+    public init(bdaddr: bdaddr_t, kind: Kind = .public) {
+        let b = bdaddr.b
+        self.init(bytes: [b.5, b.4, b.3, b.2, b.1, b.0], kind: kind)
+    }
+
+    public var bdaddr: bdaddr_t {
+        bdaddr_t(b: (bytes[5], bytes[4], bytes[3], bytes[2], bytes[1], bytes[0]))
+    }
+
+    var leAddressType: UInt8 { UInt8(kind == .public ? BDADDR_LE_PUBLIC : BDADDR_LE_RANDOM) }
+}
+
+private func attAddress(_ address: BluetoothAddress) -> sockaddr_l2 {
+    var sa = sockaddr_l2()
+    sa.l2_family = sa_family_t(AF_BLUETOOTH)
+    sa.l2_bdaddr = address.bdaddr
+    sa.l2_cid = UInt16(4).littleEndian  // ATT fixed channel
+    sa.l2_bdaddr_type = address.leAddressType
+    return sa
+}
+
+private func withSockaddr<T, R>(_ value: inout T, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    withUnsafePointer(to: &value) { p in
+        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<T>.size)) }
+    }
+}
+
+private func systemError(_ call: String) -> LinkError {
+    let e = errno
+    return .system(e, "\(call): \(String(cString: strerror(e)))")
+}
+
+/// An LE L2CAP socket on CID 4, bound to the adapter, non-blocking. Receive buffer enlarged: the
+/// kernel drops fixed-channel frames when the socket's queue is full.
+private func attSocket(adapter: Adapter) throws(LinkError) -> Int32 {
+    let fd = socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_L2CAP)
+    guard fd >= 0 else { throw systemError("socket(AF_BLUETOOTH)") }
+    var local = attAddress(adapter.address)
+    guard withSockaddr(&local, { bind(fd, $0, $1) }) == 0 else {
+        let e = systemError("bind \(adapter.name)")
+        close(fd)
+        throw e
+    }
+    var size: Int32 = 4 << 20
+    _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    return fd
+}
+
+// MARK: - L2CAP connect
+
+/// Connects ATT links through the kernel: non-blocking connect, completion when the socket turns
+/// writable, a timer for the attempt.
+public final class L2CAPConnector: LinkConnector {
+    private let loop: EventLoop
+    public let adapter: Adapter
+
+    public init(loop: EventLoop, adapter: Adapter) {
+        self.loop = loop
+        self.adapter = adapter
+    }
+
+    private final class Attempt: LinkAttempt {
+        var fd: Int32
+        var timer: TimerID?
+        var completion: ((Result<Int32, LinkError>) -> Void)?
+        weak var loop: EventLoop?
+        init(fd: Int32) { self.fd = fd }
+
+        func finish(_ result: Result<Int32, LinkError>) {
+            loop?.unwatch(fd)
+            loop?.cancel(timer)
+            let c = completion
+            completion = nil
+            if case .failure = result { close(fd) }
+            c?(result)
+        }
+
+        func cancel() {
+            guard completion != nil else { return }
+            completion = nil
+            loop?.unwatch(fd)
+            loop?.cancel(timer)
+            close(fd)
+        }
+    }
+
+    public func connect(to address: BluetoothAddress, timeout: Duration,
+                        _ completion: @escaping (Result<Int32, LinkError>) -> Void) -> LinkAttempt {
+        let fd: Int32
+        do {
+            fd = try attSocket(adapter: adapter)
+        } catch {
+            let failed = Attempt(fd: -1)
+            loop.schedule(after: .zero) { completion(.failure(error)) }
+            return failed
+        }
+        let attempt = Attempt(fd: fd)
+        attempt.loop = loop
+        attempt.completion = completion
+        var remote = attAddress(address)
+        let rc = withSockaddr(&remote) { Glibc.connect(fd, $0, $1) }
+        if rc == 0 {
+            loop.schedule(after: .zero) { attempt.finish(.success(fd)) }
+            return attempt
+        }
+        guard errno == EINPROGRESS || errno == EAGAIN else {
+            let e = systemError("connect \(address)")
+            loop.schedule(after: .zero) { attempt.finish(.failure(e)) }
+            return attempt
+        }
+        do {
+            try loop.watch(fd, .writable) { [unowned attempt] _ in
+                var err: Int32 = 0
+                var len = socklen_t(MemoryLayout<Int32>.size)
+                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
+                if err == 0 {
+                    attempt.finish(.success(fd))
+                } else {
+                    errno = err
+                    attempt.finish(.failure(err == ECONNREFUSED ? .refused : systemError("connect \(address)")))
+                }
+            }
+        } catch {
+            loop.schedule(after: .zero) { attempt.finish(.failure(.system(error.errno, "\(error)"))) }
+            return attempt
+        }
+        attempt.timer = loop.schedule(after: timeout) { attempt.finish(.failure(.timeout)) }
+        return attempt
+    }
+}
+
+// MARK: - L2CAP listen (the emulator's side)
+
+/// Accepts ATT links from centrals, as a tag's controller does.
+public final class L2CAPListener {
+    private let loop: EventLoop
+    public let fd: Int32
+
+    /// Listens on `adapter`; `accepted` gets each new link's descriptor and the central's address.
+    public init(loop: EventLoop, adapter: Adapter, accepted: @escaping (Int32, BluetoothAddress) -> Void) throws(LinkError) {
+        self.loop = loop
+        fd = try attSocket(adapter: adapter)
+        guard Glibc.listen(fd, 8) == 0 else {
+            let e = systemError("listen")
+            Glibc.close(fd)
+            throw e
+        }
+        let listening = fd
+        do {
+            try loop.watch(fd, .readable) { _ in
+                while true {
+                    var peer = sockaddr_l2()
+                    var len = socklen_t(MemoryLayout<sockaddr_l2>.size)
+                    let c = withUnsafeMutablePointer(to: &peer) { p in
+                        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(listening, $0, &len) }
+                    }
+                    guard c >= 0 else { return }
+                    _ = fcntl(c, F_SETFD, FD_CLOEXEC)
+                    accepted(c, BluetoothAddress(bdaddr: peer.l2_bdaddr,
+                                                 kind: peer.l2_bdaddr_type == UInt8(BDADDR_LE_RANDOM) ? .random : .public))
+                }
+            }
+        } catch {
+            Glibc.close(fd)
+            throw .system(error.errno, "\(error)")
+        }
+    }
+
+    public func close() {
+        loop.unwatch(fd)
+        Glibc.close(fd)
+    }
+}

@@ -1,0 +1,293 @@
+// The raw HCI socket: LE scanning (for `collectord scan` and for reconnecting tags that were given
+// up on), LE advertising (for `collectord emulate`), and adapter up/down events. Commands are
+// written without waiting; their completions and the advertising reports arrive as events on the
+// event loop like everything else.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import CBlueZ
+import Profiles
+
+// MARK: - Advertising reports (pure)
+
+/// One LE advertising report.
+public struct Advertisement: Sendable, Equatable {
+    public var address: BluetoothAddress
+    public var rssi: Int8
+    public var name: String?
+    public var serviceUUIDs: [GATTUUID]
+
+    /// Which SensorTag this looks like, from its name and advertised services (spec sections 2, 3).
+    public var modelGuess: Model? {
+        switch name {
+        case "TI BLE Sensor Tag", "SensorTag": return .cc2541
+        case "CC2650 SensorTag", "SensorTag 2.0": return .cc2650
+        case "CC1350 SensorTag": return .cc1350
+        default: break
+        }
+        if serviceUUIDs.contains(GATTUUID.ti(0xAA80)) || serviceUUIDs.contains(.sig(0xAA80)) { return .cc2650 }
+        return nil
+    }
+}
+
+public enum HCIEvent: Sendable, Equatable {
+    case advertisements([Advertisement])
+    case commandComplete(opcode: UInt16, status: UInt8)
+    case commandStatus(opcode: UInt16, status: UInt8)
+    case adapterUp(Int32)
+    case adapterDown(Int32)
+    case other
+}
+
+/// Parses one HCI event packet as read from a raw HCI socket (starting with the packet type 0x04).
+/// Malformed packets yield nil; nothing traps.
+public func parseHCIEvent(_ p: borrowing RawSpan) -> HCIEvent? {
+    let n = p.byteCount
+    guard n >= 3, UInt8.load(from: p, at: 0) == 0x04 else { return nil }
+    let code = UInt8.load(from: p, at: 1)
+    let length = Int(UInt8.load(from: p, at: 2))
+    guard n >= 3 + length else { return nil }
+    switch code {
+    case 0x0E:  // Command Complete: ncmd, opcode, status…
+        guard length >= 4 else { return nil }
+        return .commandComplete(opcode: UInt16.load(from: p, at: 4), status: UInt8.load(from: p, at: 6))
+    case 0x0F:  // Command Status: status, ncmd, opcode
+        guard length >= 4 else { return nil }
+        return .commandStatus(opcode: UInt16.load(from: p, at: 5), status: UInt8.load(from: p, at: 3))
+    case 0xFD:  // Stack internal (from an HCI_DEV_NONE socket): type, then evt_si_device
+        guard length >= 6, UInt16.load(from: p, at: 3) == 0x0001 else { return .other }
+        let event = UInt16.load(from: p, at: 5), dev = Int32(UInt16.load(from: p, at: 7))
+        switch Int32(event) {
+        case HCI_DEV_UP: return .adapterUp(dev)
+        case HCI_DEV_DOWN, HCI_DEV_UNREG: return .adapterDown(dev)
+        default: return .other
+        }
+    case 0x3E:  // LE Meta
+        guard length >= 2, UInt8.load(from: p, at: 3) == 0x02 else { return .other }
+        return parseAdvertisingReports(p, count: Int(UInt8.load(from: p, at: 4)), at: 5, end: 3 + length).map { .advertisements($0) }
+    default:
+        return .other
+    }
+}
+
+private func parseAdvertisingReports(_ p: borrowing RawSpan, count: Int, at start: Int, end: Int) -> [Advertisement]? {
+    var reports: [Advertisement] = []
+    var i = start
+    for _ in 0..<count {
+        // event type, address type, address (6, little-endian), data length, data, rssi
+        guard i + 9 <= end else { return nil }
+        let kind = UInt8.load(from: p, at: i + 1)
+        var bytes = InlineArray<6, UInt8>(repeating: 0)
+        for k in 0..<6 { bytes[k] = UInt8.load(from: p, at: i + 7 - k) }
+        let dataLength = Int(UInt8.load(from: p, at: i + 8))
+        let dataStart = i + 9
+        guard dataStart + dataLength + 1 <= end else { return nil }
+        var ad = Advertisement(address: BluetoothAddress(bytes: bytes, kind: kind == 0 ? .public : .random),
+                               rssi: Int8(bitPattern: UInt8.load(from: p, at: dataStart + dataLength)),
+                               name: nil, serviceUUIDs: [])
+        parseADStructures(p, from: dataStart, to: dataStart + dataLength, into: &ad)
+        reports.append(ad)
+        i = dataStart + dataLength + 1
+    }
+    return reports
+}
+
+/// Length-type-value AD structures (Core Spec Supplement Part A): names and service UUID lists.
+private func parseADStructures(_ p: borrowing RawSpan, from start: Int, to end: Int, into ad: inout Advertisement) {
+    var i = start
+    while i < end {
+        let length = Int(UInt8.load(from: p, at: i))
+        guard length > 0, i + 1 + length <= end else { return }
+        let type = UInt8.load(from: p, at: i + 1)
+        let value = (i + 2)..<(i + 1 + length)
+        switch type {
+        case 0x08, 0x09:  // shortened / complete local name
+            if ad.name == nil || type == 0x09 {
+                var utf8: [UInt8] = []
+                for k in value { utf8.append(UInt8.load(from: p, at: k)) }
+                ad.name = String(decoding: utf8, as: UTF8.self)
+            }
+        case 0x02, 0x03:  // 16-bit service UUIDs
+            var k = value.lowerBound
+            while k + 2 <= value.upperBound { ad.serviceUUIDs.append(.sig(UInt16.load(from: p, at: k))); k += 2 }
+        case 0x06, 0x07:  // 128-bit service UUIDs
+            var k = value.lowerBound
+            while k + 16 <= value.upperBound {
+                if let u = try? GATTUUID.load(from: p.extracting(k..<(k + 16))) { ad.serviceUUIDs.append(u) }
+                k += 16
+            }
+        default:
+            break
+        }
+        i += 1 + length
+    }
+}
+
+/// Builds an advertising payload (flags, 16-bit services, complete name) of at most 31 bytes.
+public func advertisingData(name: String, services: [UInt16]) -> [UInt8] {
+    var out: [UInt8] = [2, 0x01, 0x06]  // LE General Discoverable, BR/EDR not supported
+    if !services.isEmpty {
+        out.append(UInt8(1 + 2 * services.count))
+        out.append(0x03)
+        for s in services { out.append(UInt8(s & 0xFF)); out.append(UInt8(s >> 8)) }
+    }
+    let room = 31 - out.count - 2
+    let nameBytes = Array(name.utf8.prefix(max(0, room)))
+    out.append(UInt8(1 + nameBytes.count))
+    out.append(nameBytes.count == name.utf8.count ? 0x09 : 0x08)
+    out.append(contentsOf: nameBytes)
+    return out
+}
+
+// MARK: - The socket
+
+/// A raw HCI socket on one adapter (or on no adapter, for device events), read by the loop.
+public final class HCISocket {
+    public let fd: Int32
+    private let loop: EventLoop
+    private var buffer = [UInt8](repeating: 0, count: 260)
+    public var onEvent: ((HCIEvent) -> Void)?
+
+    /// `adapter` nil: listen for adapter up/down events on every controller.
+    public init(loop: EventLoop, adapter: Int32?) throws(LinkError) {
+        self.loop = loop
+        fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
+        guard fd >= 0 else {
+            throw .adapterUnavailable(errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : String(cString: strerror(errno)))
+        }
+        var filter = hci_filter()
+        hci_filter_clear(&filter)
+        hci_filter_set_ptype(HCI_EVENT_PKT, &filter)
+        if adapter == nil {
+            hci_filter_set_event(EVT_STACK_INTERNAL, &filter)
+        } else {
+            for e in [EVT_CMD_COMPLETE, EVT_CMD_STATUS, EVT_LE_META_EVENT] { hci_filter_set_event(e, &filter) }
+        }
+        // The filter goes on before anything is enabled: btvirt sends a report only once.
+        guard setsockopt(fd, SOL_HCI, HCI_FILTER, &filter, socklen_t(MemoryLayout<hci_filter>.size)) == 0 else {
+            let message = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw .adapterUnavailable("HCI filter: \(message)")
+        }
+        var sa = sockaddr_hci()
+        sa.hci_family = sa_family_t(AF_BLUETOOTH)
+        sa.hci_dev = UInt16(truncatingIfNeeded: adapter ?? Int32(HCI_DEV_NONE))
+        sa.hci_channel = UInt16(HCI_CHANNEL_RAW)
+        let bound = withUnsafePointer(to: &sa) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_hci>.size)) }
+        }
+        guard bound == 0 else {
+            let message = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw .adapterUnavailable("bind HCI: \(message)")
+        }
+        do {
+            try loop.watch(fd, .readable) { [unowned self] _ in self.readable() }
+        } catch {
+            Glibc.close(fd)
+            throw .adapterUnavailable("\(error)")
+        }
+    }
+
+    public func close() {
+        loop.unwatch(fd)
+        Glibc.close(fd)
+    }
+
+    private func readable() {
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { return }
+            let event = buffer.withUnsafeBytes { parseHCIEvent(RawSpan(_unsafeBytes: UnsafeRawBufferPointer(rebasing: $0[0..<n]))) }
+            if let event {
+                onEvent?(event)
+            }
+        }
+    }
+
+    /// Sends a command; its completion arrives as an event.
+    public func command(ogf: UInt16, ocf: UInt16, _ parameters: [UInt8]) {
+        var p = parameters
+        _ = p.withUnsafeMutableBytes { hci_send_cmd(fd, ogf, ocf, UInt8(parameters.count), $0.baseAddress) }
+    }
+
+    public func setScan(enabled: Bool, active: Bool = true) {
+        if enabled {
+            // type, interval 10 ms, window 10 ms, own public address, accept all
+            command(ogf: UInt16(OGF_LE_CTL), ocf: UInt16(OCF_LE_SET_SCAN_PARAMETERS), [active ? 1 : 0, 0x10, 0x00, 0x10, 0x00, 0, 0])
+        }
+        // Duplicates are not filtered: a tag that disappears and comes back must be reported again.
+        command(ogf: UInt16(OGF_LE_CTL), ocf: UInt16(OCF_LE_SET_SCAN_ENABLE), [enabled ? 1 : 0, 0])
+    }
+
+    public func setAdvertising(enabled: Bool, data: [UInt8] = []) {
+        if enabled {
+            // 100 ms interval, connectable undirected, public address, all channels, no filter
+            command(ogf: UInt16(OGF_LE_CTL), ocf: UInt16(OCF_LE_SET_ADVERTISING_PARAMETERS),
+                    [0xA0, 0x00, 0xA0, 0x00, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0x07, 0x00])
+            var payload = [UInt8(data.count)] + data
+            payload += [UInt8](repeating: 0, count: 32 - payload.count)
+            command(ogf: UInt16(OGF_LE_CTL), ocf: UInt16(OCF_LE_SET_ADVERTISING_DATA), payload)
+        }
+        command(ogf: UInt16(OGF_LE_CTL), ocf: UInt16(OCF_LE_SET_ADVERTISE_ENABLE), [enabled ? 1 : 0])
+    }
+}
+
+// MARK: - Scanner
+
+/// Scans while anyone is interested: `collectord scan`, and the supervisors of tags that were given
+/// up on (an `AdvertisementMonitor`).
+public final class LEScanner: AdvertisementMonitor {
+    private let hci: HCISocket
+    private var watchers: [(address: BluetoothAddress?, handler: (Advertisement) -> Void, token: Token)] = []
+    private var scanning = false
+
+    final class Token: LinkAttempt {
+        weak var scanner: LEScanner?
+        func cancel() { scanner?.remove(self) }
+    }
+
+    public init(loop: EventLoop, adapter: Adapter) throws(LinkError) {
+        hci = try HCISocket(loop: loop, adapter: adapter.id)
+        hci.onEvent = { [unowned self] event in
+            guard case .advertisements(let reports) = event else { return }
+            for report in reports {
+                for w in self.watchers where w.address?.sameDevice(as: report.address) ?? true {
+                    w.handler(report)
+                }
+            }
+        }
+    }
+
+    /// Every advertisement, until the token is cancelled.
+    public func observe(_ handler: @escaping (Advertisement) -> Void) -> LinkAttempt { add(nil, handler) }
+
+    public func watch(_ address: BluetoothAddress, _ handler: @escaping () -> Void) -> LinkAttempt {
+        add(address) { _ in handler() }
+    }
+
+    private func add(_ address: BluetoothAddress?, _ handler: @escaping (Advertisement) -> Void) -> LinkAttempt {
+        let token = Token()
+        token.scanner = self
+        watchers.append((address, handler, token))
+        if !scanning {
+            scanning = true
+            hci.setScan(enabled: true)
+        }
+        return token
+    }
+
+    fileprivate func remove(_ token: Token) {
+        watchers.removeAll { $0.token === token }
+        if watchers.isEmpty && scanning {
+            scanning = false
+            hci.setScan(enabled: false)
+        }
+    }
+
+    public func close() {
+        if scanning { hci.setScan(enabled: false) }
+        hci.close()
+    }
+}

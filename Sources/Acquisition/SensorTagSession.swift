@@ -1,0 +1,456 @@
+// One connection to one SensorTag: from a connected ATT bearer to a stream of decoded readings.
+// The session identifies the model and firmware, finds the handles (from the cache when the tag
+// is known), switches on and configures every configured sensor, subscribes, and then decodes
+// each notification where it landed. A session lives exactly as long as its link; the supervisor
+// (TagSupervisor) creates a new one after every reconnect, because tags forget everything on
+// disconnect.
+
+import Profiles
+
+/// What the configuration asks of one sensor.
+public struct SensorConfiguration: Sendable, Hashable {
+    public var sensor: Sensor
+    /// nil keeps the firmware's default period.
+    public var periodMilliseconds: Int?
+    /// CC2650 movement range (bits 8–9 of its config).
+    public var movementRange: CC2650.AccelerometerRange
+    /// CC2541 accelerometer range on firmware 1.5 (firmware ≤ 1.4 is fixed at ±2 g).
+    public var cc2541AccelerometerRange: CC2541.AccelerometerRange
+
+    public init(_ sensor: Sensor, periodMilliseconds: Int? = nil, movementRange: CC2650.AccelerometerRange = .g8,
+                cc2541AccelerometerRange: CC2541.AccelerometerRange = .g8) {
+        self.sensor = sensor
+        self.periodMilliseconds = periodMilliseconds
+        self.movementRange = movementRange
+        self.cc2541AccelerometerRange = cc2541AccelerometerRange
+    }
+}
+
+/// A tag as the configuration names it.
+public struct TagConfiguration: Sendable, Hashable {
+    public var name: String
+    public var address: BluetoothAddress
+    /// nil: identify from the services present.
+    public var model: Model?
+    public var sensors: [SensorConfiguration]
+    /// Constants the spec makes configurable.
+    public var tmp006S0: Double
+    public var magnetometerScale: Double
+
+    public init(name: String, address: BluetoothAddress, model: Model? = nil, sensors: [SensorConfiguration],
+                tmp006S0: Double = CC2541.IRTemperature.defaultS0,
+                magnetometerScale: Double = CC2650.Movement.defaultMagnetometerScale) {
+        self.name = name
+        self.address = address
+        self.model = model
+        self.sensors = sensors
+        self.tmp006S0 = tmp006S0
+        self.magnetometerScale = magnetometerScale
+    }
+}
+
+/// Per-sensor counters, kept across reconnects by the supervisor.
+public struct SensorCounters: Sendable, Equatable {
+    public var notifications: UInt64 = 0
+    public var decodeErrors: UInt64 = 0
+    /// All-zero "no measurement yet" payloads skipped after enabling.
+    public var placeholders: UInt64 = 0
+    public var lastSeen: Instant?
+    public init() {}
+}
+
+/// Where a session reports. Every call happens on the event loop.
+public protocol SensorTagSessionDelegate: AnyObject {
+    /// Setup finished: every sensor that could be enabled is streaming.
+    func sessionReady(_ session: SensorTagSession)
+    /// One decoded reading. The hot path: called once per notification.
+    func session(_ session: SensorTagSession, didRead reading: Reading, index: Int)
+    /// Setup could not complete, or the link failed; the session is over.
+    func session(_ session: SensorTagSession, didEndWith reason: SessionEnd)
+    /// Something worth a log line (setup steps, refused writes, decode errors).
+    func session(_ session: SensorTagSession, log level: LogLevel, _ message: String)
+}
+
+public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
+    case error = 3, warning = 4, notice = 5, info = 6, debug = 7
+    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+}
+
+/// Why a session ended.
+public enum SessionEnd: Sendable, Equatable, CustomStringConvertible {
+    /// The link went down (peer, supervision timeout, or an ATT timeout).
+    case linkLost(ATTBearerCloseReason)
+    /// Setup failed at a step; the link is closed so the tag starts from scratch next time.
+    case setupFailed(String)
+    /// No notification for too long although sensors are enabled.
+    case silent(Duration)
+    /// Closed by its owner (shutdown, reconfiguration).
+    case closed
+
+    public var description: String {
+        switch self {
+        case .linkLost(let r): return "link lost: \(r)"
+        case .setupFailed(let why): return "setup failed: \(why)"
+        case .silent(let d): return "no notification for \(d.milliseconds) ms"
+        case .closed: return "closed"
+        }
+    }
+}
+
+/// Discovered handles remembered per tag, keyed by address and firmware revision, so a reconnect
+/// skips discovery (a dozen round trips). A cache entry is only trusted after the firmware
+/// revision read back from the tag matches it.
+public final class HandleCache {
+    public struct Entry: Sendable, Equatable {
+        public var firmware: String?
+        public var database: GATTDatabase
+    }
+    private var entries: [BluetoothAddress: Entry] = [:]
+    public private(set) var hits = 0
+    public private(set) var misses = 0
+
+    public init() {}
+
+    public func entry(for address: BluetoothAddress) -> Entry? { entries[address] }
+    public func store(_ entry: Entry, for address: BluetoothAddress) { entries[address] = entry }
+    public func invalidate(_ address: BluetoothAddress) { entries.removeValue(forKey: address) }
+    func hit() { hits += 1 }
+    func miss() { misses += 1 }
+}
+
+public final class SensorTagSession {
+    public let tag: TagConfiguration
+    public let bearer: ATTBearer
+    private let client: GATTClient
+    private let loop: EventLoop
+    private let cache: HandleCache
+    public weak var delegate: SensorTagSessionDelegate?
+
+    public private(set) var model: Model?
+    public private(set) var firmware: String?
+    public private(set) var database: GATTDatabase?
+    public private(set) var usedCache = false
+    public private(set) var isReady = false
+    private var ended = false
+
+    /// One active sensor: its profile, decode settings and notification handle.
+    struct Active {
+        let index: Int
+        let profile: SensorProfile
+        var settings: SensorSettings
+        var dataHandle: UInt16
+        var periodMilliseconds: Int
+        var awaitingFirst: Bool
+    }
+    private var active: [Active] = []
+    /// Per configured sensor, parallel to `tag.sensors`.
+    public private(set) var counters: [SensorCounters]
+
+    /// A link with enabled sensors but no notification for this many of its longest period is dead.
+    public var silencePeriods = 4
+    /// Lower bound of the silence window, for short periods over slow links.
+    public var minimumSilence: Duration = .seconds(3)
+    private var watchdog: TimerID?
+    private var lastNotification: Instant
+
+    public init(tag: TagConfiguration, bearer: ATTBearer, loop: EventLoop, cache: HandleCache,
+                counters: [SensorCounters]? = nil) {
+        self.tag = tag
+        self.bearer = bearer
+        self.client = GATTClient(bearer: bearer)
+        self.loop = loop
+        self.cache = cache
+        self.counters = counters ?? Array(repeating: SensorCounters(), count: tag.sensors.count)
+        self.lastNotification = loop.now
+        bearer.onClose = { [weak self] reason in self?.end(.linkLost(reason), closeBearer: false) }
+        bearer.onNotification = { [weak self] handle, value in self?.notification(handle, value) }
+        bearer.onIndication = { [weak self] handle, value in self?.notification(handle, value) }
+    }
+
+    /// Runs setup; the delegate hears `sessionReady` or `didEndWith`.
+    public func start() {
+        step("exchanging MTU")
+        client.exchangeMTU { [weak self] result in
+            guard let self, !self.ended else { return }
+            switch result {
+            case .failure(let e): self.fail("MTU exchange: \(e)")
+            case .success(let mtu):
+                self.log(.debug, "ATT MTU \(mtu)")
+                self.findHandles()
+            }
+        }
+    }
+
+    /// Ends the session and closes its link.
+    public func close() { end(.closed, closeBearer: true) }
+
+    // MARK: Setup
+
+    private func findHandles() {
+        guard let cached = cache.entry(for: tag.address),
+              let revision = cached.database.characteristic(DeviceInformation.FirmwareRevision.uuid) else {
+            return discover()
+        }
+        step("checking cached handles")
+        client.read(revision.valueHandle) { [weak self] result in
+            guard let self, !self.ended else { return }
+            let firmware = (try? result.get()).flatMap { bytes in
+                try? withRawSpan(bytes) { (s) throws(DecodeError) in try SerDe.deserialize(DeviceInformation.FirmwareRevision.self, from: s) }
+            }?.stringValue
+            if let firmware, firmware == cached.firmware {
+                self.cache.hit()
+                self.usedCache = true
+                self.firmware = firmware
+                self.identified(cached.database)
+            } else {
+                self.log(.info, "handle cache does not match (firmware \(firmware ?? "unreadable")), discovering")
+                self.cache.invalidate(self.tag.address)
+                self.discover()
+            }
+        }
+    }
+
+    private func discover() {
+        cache.miss()
+        step("discovering services")
+        client.discoverAll { [weak self] result in
+            guard let self, !self.ended else { return }
+            switch result {
+            case .failure(let e): self.fail("discovery: \(e)")
+            case .success(let db): self.readFirmware(db)
+            }
+        }
+    }
+
+    private func readFirmware(_ db: GATTDatabase) {
+        guard let revision = db.characteristic(DeviceInformation.FirmwareRevision.uuid) else {
+            cache.store(HandleCache.Entry(firmware: nil, database: db), for: tag.address)
+            return identified(db)
+        }
+        client.read(revision.valueHandle) { [weak self] result in
+            guard let self, !self.ended else { return }
+            switch result {
+            case .failure(let e):
+                self.log(.warning, "firmware revision unreadable: \(e)")
+            case .success(let bytes):
+                do {
+                    self.firmware = try withRawSpan(bytes) { (s) throws(DecodeError) in
+                        try SerDe.deserialize(DeviceInformation.FirmwareRevision.self, from: s)
+                    }.stringValue
+                } catch {
+                    self.log(.warning, "firmware revision: \(error)")
+                }
+            }
+            self.cache.store(HandleCache.Entry(firmware: self.firmware, database: db), for: self.tag.address)
+            self.identified(db)
+        }
+    }
+
+    private func identified(_ db: GATTDatabase) {
+        database = db
+        let detected: Model = db.service(CC2650.Movement.uuid) != nil || db.service(CC2650.Optical.uuid) != nil ? .cc2650 : .cc2541
+        if let pinned = tag.model {
+            if pinned.generation != detected.generation {
+                log(.warning, "configured as \(pinned) but the services look like a \(detected); using \(pinned)")
+            }
+            model = pinned
+        } else {
+            model = detected
+        }
+        log(.info, "\(model!) firmware \(firmware ?? "unknown")\(usedCache ? " (cached handles)" : "")")
+        setUp(0)
+    }
+
+    private var legacyFirmware: Bool {
+        firmware.flatMap { DeviceInformation.FirmwareRevision(stringValue: $0) }?.isCC2541Legacy ?? false
+    }
+
+    /// Configures the sensors one at a time (ATT allows one request in flight anyway).
+    private func setUp(_ index: Int) {
+        guard !ended else { return }
+        guard index < tag.sensors.count else { return ready() }
+        let wanted = tag.sensors[index]
+        guard let model, let profile = SensorProfile.lookup(model, wanted.sensor) else {
+            log(.error, "\(wanted.sensor): a \(model?.description ?? "?") has no such sensor; skipped")
+            return setUp(index + 1)
+        }
+        guard let db = database, let data = db.characteristic(profile.data, in: profile.service.uuid) else {
+            log(.error, "\(wanted.sensor): data characteristic \(profile.data) not found; skipped")
+            return setUp(index + 1)
+        }
+        var settings = SensorSettings(tmp006S0: tag.tmp006S0, magnetometerScale: tag.magnetometerScale)
+        settings.movementRange = wanted.movementRange
+        settings.cc2541AccelerometerRange = legacyFirmware ? .legacy2g : wanted.cc2541AccelerometerRange
+        let period = wanted.periodMilliseconds ?? profile.periodLimits?.defaultValue ?? 1000
+        var sensor = Active(index: index, profile: profile, settings: settings, dataHandle: data.valueHandle,
+                            periodMilliseconds: period, awaitingFirst: true)
+
+        // The steps for this sensor, run in order; any failure skips the sensor, not the tag.
+        var steps: [(String, (@escaping (Result<Void, GATTError>) -> Void) -> Void)] = []
+        let handle = { (uuid: GATTUUID?) in uuid.flatMap { db.characteristic($0, in: profile.service.uuid)?.valueHandle } }
+
+        if let calibration = handle(profile.calibration), let config = handle(profile.config) {
+            steps.append(("calibrate", { done in self.client.write(config, [CC2541.Barometer.Config.calibrate.rawValue], done) }))
+            steps.append(("read calibration", { done in
+                self.client.read(calibration) { result in
+                    done(result.flatMap { bytes in
+                        do {
+                            sensor.settings.barometerCalibration = try withRawSpan(bytes) { (s) throws(DecodeError) in
+                                try SerDe.deserialize(CC2541.Barometer.Calibration.self, from: s)
+                            }
+                            return .success(())
+                        } catch {
+                            return .failure(.protocolViolation("\(error)"))
+                        }
+                    })
+                }
+            }))
+        }
+        if let config = handle(profile.config), let enable = profile.enableValue(sensor.settings) {
+            steps.append(("enable \(enable)", { done in self.client.write(config, enable.bytes, done) }))
+            if profile.readsConfigBack {
+                steps.append(("read back config", { done in
+                    self.client.read(config) { result in
+                        done(result.flatMap { bytes in
+                            guard bytes.count == 2 else { return .failure(.protocolViolation("config read back \(bytes.count) bytes")) }
+                            let applied = CC2650.Movement.Config(rawValue: UInt16(bytes[0]) | UInt16(bytes[1]) << 8)!
+                            if applied.range != wanted.movementRange {
+                                self.log(.warning, "\(wanted.sensor): asked for ±\(wanted.movementRange.g) g, tag applied ±\(applied.range.g) g; decoding with ±\(applied.range.g) g")
+                            }
+                            sensor.settings.movementRange = applied.range
+                            return .success(())
+                        })
+                    }
+                }))
+            }
+        }
+        if let periodHandle = handle(profile.period), let limits = profile.periodLimits, let ms = wanted.periodMilliseconds {
+            do {
+                let byte = try limits.encode(milliseconds: ms)
+                steps.append(("period \(ms) ms", { done in self.client.write(periodHandle, [byte], done) }))
+            } catch {
+                log(.error, "\(wanted.sensor): \(error); keeping the tag's default period")
+                sensor.periodMilliseconds = limits.defaultValue
+            }
+        } else if wanted.periodMilliseconds != nil && profile.period != nil {
+            log(.warning, "\(wanted.sensor): this firmware has no period characteristic; the tag keeps its fixed period")
+        }
+        if profile.notifies {
+            guard let cccd = data.cccd else {
+                log(.error, "\(wanted.sensor): no CCCD on \(profile.data); skipped")
+                return setUp(index + 1)
+            }
+            steps.append(("subscribe", { done in
+                self.client.write(cccd, [UInt8(ClientConfiguration.notify & 0xFF), UInt8(ClientConfiguration.notify >> 8)], done)
+            }))
+        }
+
+        runSteps(steps, 0, sensor: wanted.sensor) { [weak self] ok in
+            guard let self else { return }
+            if ok && profile.notifies { self.active.append(sensor) }
+            self.setUp(index + 1)
+        }
+    }
+
+    private func runSteps(_ steps: [(String, (@escaping (Result<Void, GATTError>) -> Void) -> Void)], _ i: Int,
+                          sensor: Sensor, _ completion: @escaping (Bool) -> Void) {
+        guard !ended else { return }
+        guard i < steps.count else { return completion(true) }
+        log(.debug, "\(sensor): \(steps[i].0)")
+        steps[i].1 { [weak self] result in
+            guard let self, !self.ended else { return }
+            switch result {
+            case .success:
+                self.runSteps(steps, i + 1, sensor: sensor, completion)
+            case .failure(.att(.timeout)), .failure(.att(.disconnected)):
+                self.fail("\(sensor): \(steps[i].0): link lost")
+            case .failure(let e):
+                self.log(.error, "\(sensor): \(steps[i].0) refused: \(e); sensor skipped")
+                completion(false)
+            }
+        }
+    }
+
+    private func ready() {
+        guard !ended else { return }
+        isReady = true
+        lastNotification = loop.now
+        armWatchdog()
+        delegate?.sessionReady(self)
+    }
+
+    // MARK: Streaming
+
+    /// The hot path: find the sensor by handle (a scan over at most a dozen entries), skip the
+    /// firmware's all-zero placeholder after enabling, decode in place, hand the reading on.
+    private func notification(_ handle: UInt16, _ value: borrowing RawSpan) {
+        lastNotification = loop.now
+        var i = 0
+        while i < active.count && active[i].dataHandle != handle { i += 1 }
+        guard i < active.count else { return }
+        let index = active[i].index
+        if active[i].awaitingFirst {
+            active[i].awaitingFirst = false
+            if active[i].profile.isNoData(value) {
+                counters[index].placeholders += 1
+                return
+            }
+        }
+        do {
+            let reading = try active[i].profile.decode(value, settings: active[i].settings)
+            counters[index].notifications += 1
+            counters[index].lastSeen = lastNotification
+            delegate?.session(self, didRead: reading, index: index)
+        } catch {
+            counters[index].decodeErrors += 1
+            // One line per error is bounded by the notification rate; the supervisor rate-limits.
+            delegate?.session(self, log: .warning, "\(tag.sensors[index].sensor): \(error)")
+        }
+    }
+
+    private var silenceWindow: Duration {
+        let longest = active.map(\.periodMilliseconds).max() ?? 1000
+        return max(minimumSilence, .milliseconds(longest * silencePeriods))
+    }
+
+    private func armWatchdog() {
+        guard !active.isEmpty else { return }
+        loop.cancel(watchdog)
+        watchdog = loop.schedule(at: lastNotification + silenceWindow) { [weak self] in self?.checkSilence() }
+    }
+
+    private func checkSilence() {
+        guard !ended else { return }
+        let window = silenceWindow
+        if loop.now - lastNotification >= window {
+            log(.warning, "no notification for \((loop.now - lastNotification).milliseconds) ms; dropping the link")
+            end(.silent(loop.now - lastNotification), closeBearer: true)
+        } else {
+            armWatchdog()
+        }
+    }
+
+    // MARK: Ending
+
+    private func fail(_ why: String) {
+        end(.setupFailed(why), closeBearer: true)
+    }
+
+    private func end(_ reason: SessionEnd, closeBearer: Bool) {
+        guard !ended else { return }
+        ended = true
+        isReady = false
+        loop.cancel(watchdog)
+        bearer.onNotification = nil
+        bearer.onIndication = nil
+        bearer.onClose = nil
+        if closeBearer { bearer.close(.local) }
+        delegate?.session(self, didEndWith: reason)
+    }
+
+    private func step(_ what: String) { log(.debug, what) }
+
+    private func log(_ level: LogLevel, _ message: String) {
+        delegate?.session(self, log: level, message)
+    }
+}

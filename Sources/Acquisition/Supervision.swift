@@ -1,0 +1,402 @@
+// Keeping every tag connected, forever. A TagSupervisor owns one tag's connection cycle:
+// connect (through the adapter's queue, one LE connection attempt at a time), set up a session,
+// stream, and on any failure back off exponentially with jitter; after too many failures in a
+// row it gives up and waits for the tag's advertisement (CC2541 tags power down until their side
+// button is pressed). Tags are independent: one slow or absent tag only ever occupies the adapter
+// queue for one bounded connection attempt.
+
+import Profiles
+
+// MARK: - Transport edge
+
+/// Why a link could not be established.
+public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
+    case timeout
+    case refused
+    case adapterUnavailable(String)
+    case system(Int32, String)
+
+    public var description: String {
+        switch self {
+        case .timeout: return "connection attempt timed out"
+        case .refused: return "connection refused"
+        case .adapterUnavailable(let why): return "adapter unavailable: \(why)"
+        case .system(_, let message): return message
+        }
+    }
+}
+
+/// A connection attempt in progress.
+public protocol LinkAttempt: AnyObject {
+    func cancel()
+}
+
+/// Opens ATT links. The real one connects LE L2CAP sockets on CID 4; tests connect socketpairs to
+/// emulated tags. Completion runs on the event loop with a connected SOCK_SEQPACKET descriptor.
+public protocol LinkConnector: AnyObject {
+    func connect(to address: BluetoothAddress, timeout: Duration,
+                 _ completion: @escaping (Result<Int32, LinkError>) -> Void) -> LinkAttempt
+}
+
+/// Tells when a tag advertises, so a tag that was given up on is reconnected when it reappears.
+public protocol AdvertisementMonitor: AnyObject {
+    /// Calls `handler` (on the loop) the next time `address` advertises, until cancelled.
+    func watch(_ address: BluetoothAddress, _ handler: @escaping () -> Void) -> LinkAttempt
+}
+
+/// Serializes connection attempts on one adapter: the controller creates one LE connection at a
+/// time, and a queue makes the order fair (first come, first served).
+public final class AdapterQueue {
+    private let connector: LinkConnector
+    fileprivate final class Ticket: LinkAttempt {
+        let address: BluetoothAddress
+        let timeout: Duration
+        var completion: ((Result<Int32, LinkError>) -> Void)?
+        var attempt: LinkAttempt?
+        weak var queue: AdapterQueue?
+        init(_ address: BluetoothAddress, _ timeout: Duration, _ completion: @escaping (Result<Int32, LinkError>) -> Void) {
+            self.address = address
+            self.timeout = timeout
+            self.completion = completion
+        }
+        func cancel() {
+            completion = nil
+            attempt?.cancel()
+            queue?.cancelled(self)
+        }
+    }
+    private var waiting: [Ticket] = []
+    private var current: Ticket?
+    /// Attempts made, for tests and stats.
+    public private(set) var attempts = 0
+    public private(set) var maxConcurrent = 0
+
+    public init(connector: LinkConnector) {
+        self.connector = connector
+    }
+
+    public var queued: Int { waiting.count }
+
+    public func connect(to address: BluetoothAddress, timeout: Duration,
+                        _ completion: @escaping (Result<Int32, LinkError>) -> Void) -> LinkAttempt {
+        let t = Ticket(address, timeout, completion)
+        t.queue = self
+        waiting.append(t)
+        next()
+        return t
+    }
+
+    private func next() {
+        guard current == nil, !waiting.isEmpty else { return }
+        let t = waiting.removeFirst()
+        current = t
+        attempts += 1
+        maxConcurrent = max(maxConcurrent, 1)
+        t.attempt = connector.connect(to: t.address, timeout: t.timeout) { [weak self, weak t] result in
+            guard let self, let t, self.current === t else {
+                if case .success(let fd) = result { closeDescriptor(fd) }
+                return
+            }
+            self.current = nil
+            if let completion = t.completion {
+                completion(result)
+            } else if case .success(let fd) = result {
+                closeDescriptor(fd)
+            }
+            self.next()
+        }
+    }
+
+    fileprivate func cancelled(_ t: Ticket) {
+        if current === t {
+            current = nil
+            next()
+        } else {
+            waiting.removeAll { $0 === t }
+        }
+    }
+}
+
+// MARK: - Backoff
+
+/// Exponential backoff with equal jitter: attempt n waits between d/2 and d, where
+/// d = min(cap, base · 2^(n−1)). Jitter keeps tags that dropped together (an adapter reset) from
+/// reconnecting in lockstep.
+public struct Backoff: Sendable, Hashable {
+    public var base: Duration
+    public var cap: Duration
+    /// Consecutive failed attempts before giving up and waiting for an advertisement.
+    public var maxAttempts: Int
+
+    public init(base: Duration = .seconds(1), cap: Duration = .seconds(60), maxAttempts: Int = 10) {
+        self.base = base
+        self.cap = cap
+        self.maxAttempts = maxAttempts
+    }
+
+    /// The delay before attempt `attempt` (1-based), given a uniform random number in 0..<1.
+    public func delay(attempt: Int, random: Double) -> Duration {
+        let shift = min(max(attempt - 1, 0), 30)
+        let full = min(cap.nanosecondsClamped, base.nanosecondsClamped.multipliedReportingOverflow(by: 1 << shift).overflow
+                       ? Int64.max : base.nanosecondsClamped << shift)
+        let half = full / 2
+        return .nanoseconds(half + Int64(Double(full - half) * min(max(random, 0), 0.999_999)))
+    }
+}
+
+// MARK: - Supervisor
+
+/// The connection events BlueCap reports, plus the ones a daemon needs to publish.
+public enum ConnectionEvent: Sendable, Equatable, CustomStringConvertible {
+    case connecting(attempt: Int)
+    case connected
+    /// Setup finished; readings flow.
+    case ready(model: Model, firmware: String?)
+    case disconnected(String)
+    /// A connect or setup step did not finish in time.
+    case timeout(String)
+    /// We dropped the link on purpose (silence, setup failure, shutdown).
+    case forcedDisconnect(String)
+    /// Too many failures in a row: waiting for the tag to advertise.
+    case giveUp(attempts: Int)
+    /// The tag was seen advertising after a give-up.
+    case advertisementSeen
+
+    public var name: String {
+        switch self {
+        case .connecting: return "connecting"
+        case .connected: return "connected"
+        case .ready: return "ready"
+        case .disconnected: return "disconnected"
+        case .timeout: return "timeout"
+        case .forcedDisconnect: return "forced_disconnect"
+        case .giveUp: return "give_up"
+        case .advertisementSeen: return "advertisement_seen"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .connecting(let n): return "connecting (attempt \(n))"
+        case .connected: return "connected"
+        case .ready(let m, let fw): return "ready (\(m), firmware \(fw ?? "unknown"))"
+        case .disconnected(let why): return "disconnected: \(why)"
+        case .timeout(let what): return "timeout: \(what)"
+        case .forcedDisconnect(let why): return "forced disconnect: \(why)"
+        case .giveUp(let n): return "gave up after \(n) attempts; waiting for an advertisement"
+        case .advertisementSeen: return "advertisement seen"
+        }
+    }
+}
+
+public protocol TagSupervisorDelegate: AnyObject {
+    func supervisor(_ s: TagSupervisor, event: ConnectionEvent)
+    /// The hot path: one decoded reading of `s.tag.sensors[index]`.
+    func supervisor(_ s: TagSupervisor, didRead reading: Reading, index: Int)
+    func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String)
+}
+
+public final class TagSupervisor {
+    public enum State: String, Sendable {
+        case idle, waiting, connecting, settingUp, streaming, gaveUp, stopped
+    }
+
+    public let tag: TagConfiguration
+    private let loop: EventLoop
+    private let adapter: AdapterQueue
+    private let monitor: AdvertisementMonitor?
+    private let cache: HandleCache
+    public weak var delegate: TagSupervisorDelegate?
+
+    public var backoff: Backoff
+    public var connectTimeout: Duration = .seconds(10)
+    public var setupTimeout: Duration = .seconds(30)
+    public var requestTimeout: Duration = .seconds(5)
+    /// Uniform random numbers in 0..<1 for jitter; tests make it deterministic.
+    public var random: () -> Double = { Double.random(in: 0..<1) }
+
+    public private(set) var state: State = .idle
+    public private(set) var session: SensorTagSession?
+    /// Consecutive failed attempts since the last successful setup.
+    public private(set) var failures = 0
+    public private(set) var reconnects: UInt64 = 0
+    public private(set) var connectedSince: Instant?
+    /// Per configured sensor, kept across sessions.
+    public private(set) var counters: [SensorCounters]
+
+    private var attempt: LinkAttempt?
+    private var timer: TimerID?
+    private var hasStreamed = false
+
+    public init(tag: TagConfiguration, loop: EventLoop, adapter: AdapterQueue, monitor: AdvertisementMonitor?,
+                cache: HandleCache, backoff: Backoff = Backoff()) {
+        self.tag = tag
+        self.loop = loop
+        self.adapter = adapter
+        self.monitor = monitor
+        self.cache = cache
+        self.backoff = backoff
+        self.counters = Array(repeating: SensorCounters(), count: tag.sensors.count)
+    }
+
+    /// Starts the cycle with an immediate connection attempt.
+    public func start() {
+        guard state == .idle || state == .stopped else { return }
+        failures = 0
+        connect()
+    }
+
+    /// Disconnects cleanly and stops; no further attempts.
+    public func stop() {
+        guard state != .stopped else { return }
+        let wasConnected = session != nil
+        state = .stopped
+        cancelPending()
+        if let session {
+            self.session = nil
+            session.delegate = nil
+            session.close()
+        }
+        if wasConnected { emit(.forcedDisconnect("stopped")) }
+    }
+
+    private func cancelPending() {
+        attempt?.cancel()
+        attempt = nil
+        loop.cancel(timer)
+        timer = nil
+    }
+
+    // MARK: Cycle
+
+    private func connect() {
+        guard state != .stopped else { return }
+        state = .connecting
+        emit(.connecting(attempt: failures + 1))
+        attempt = adapter.connect(to: tag.address, timeout: connectTimeout) { [weak self] result in
+            guard let self, self.state == .connecting else {
+                if case .success(let fd) = result { closeDescriptor(fd) }
+                return
+            }
+            self.attempt = nil
+            switch result {
+            case .success(let fd): self.connected(fd)
+            case .failure(.timeout): self.failed(.timeout("connect"))
+            case .failure(let e): self.failed(.disconnected(e.description))
+            }
+        }
+    }
+
+    private func connected(_ fd: Int32) {
+        let bearer: ATTBearer
+        do {
+            bearer = try ATTBearer(fd: fd, loop: loop)
+        } catch {
+            closeDescriptor(fd)
+            return failed(.disconnected("\(error)"))
+        }
+        bearer.requestTimeout = requestTimeout
+        if hasStreamed { reconnects += 1 }
+        connectedSince = loop.now
+        emit(.connected)
+        state = .settingUp
+        let s = SensorTagSession(tag: tag, bearer: bearer, loop: loop, cache: cache, counters: counters)
+        s.delegate = self
+        session = s
+        timer = loop.schedule(after: setupTimeout) { [weak self] in
+            guard let self, self.state == .settingUp, let s = self.session else { return }
+            self.log(.warning, "setup did not finish within \(self.setupTimeout.milliseconds) ms")
+            self.endSession(s, event: .timeout("setup"))
+        }
+        s.start()
+    }
+
+    /// A failed attempt or a lost link: back off, or give up after too many in a row.
+    private func failed(_ event: ConnectionEvent) {
+        guard state != .stopped else { return }
+        emit(event)
+        failures += 1
+        if failures >= backoff.maxAttempts {
+            state = .gaveUp
+            emit(.giveUp(attempts: failures))
+            guard let monitor else {
+                // Nothing can tell us the tag is back: keep trying at the cap.
+                return schedule(after: backoff.cap)
+            }
+            attempt = monitor.watch(tag.address) { [weak self] in
+                guard let self, self.state == .gaveUp else { return }
+                self.attempt?.cancel()
+                self.attempt = nil
+                self.emit(.advertisementSeen)
+                self.failures = 0
+                self.connect()
+            }
+            return
+        }
+        schedule(after: backoff.delay(attempt: failures, random: random()))
+    }
+
+    private func schedule(after delay: Duration) {
+        state = .waiting
+        log(.info, "next attempt in \(delay.milliseconds) ms")
+        loop.cancel(timer)
+        timer = loop.schedule(after: delay) { [weak self] in
+            guard let self, self.state == .waiting || self.state == .gaveUp else { return }
+            self.timer = nil
+            self.connect()
+        }
+    }
+
+    private func endSession(_ s: SensorTagSession, event: ConnectionEvent) {
+        guard session === s else { return }
+        counters = s.counters
+        session = nil
+        s.delegate = nil
+        s.close()
+        loop.cancel(timer)
+        timer = nil
+        failed(event)
+    }
+
+    private func emit(_ event: ConnectionEvent) { delegate?.supervisor(self, event: event) }
+    private func log(_ level: LogLevel, _ message: String) { delegate?.supervisor(self, log: level, message) }
+}
+
+extension TagSupervisor: SensorTagSessionDelegate {
+    public func sessionReady(_ session: SensorTagSession) {
+        guard self.session === session else { return }
+        loop.cancel(timer)
+        timer = nil
+        state = .streaming
+        failures = 0
+        hasStreamed = true
+        emit(.ready(model: session.model ?? .cc2541, firmware: session.firmware))
+    }
+
+    public func session(_ session: SensorTagSession, didRead reading: Reading, index: Int) {
+        delegate?.supervisor(self, didRead: reading, index: index)
+    }
+
+    public func session(_ session: SensorTagSession, didEndWith reason: SessionEnd) {
+        guard self.session === session else { return }
+        counters = session.counters
+        self.session = nil
+        loop.cancel(timer)
+        timer = nil
+        switch reason {
+        case .linkLost(let why): failed(.disconnected(why.description))
+        case .setupFailed(let why): failed(.forcedDisconnect(why))
+        case .silent: failed(.forcedDisconnect(reason.description))
+        case .closed: break
+        }
+    }
+
+    public func session(_ session: SensorTagSession, log level: LogLevel, _ message: String) {
+        delegate?.supervisor(self, log: level, message)
+    }
+}
+
+/// Per-sensor counters as the supervisor reports them: those of the live session, or the last.
+extension TagSupervisor {
+    public var currentCounters: [SensorCounters] { session?.counters ?? counters }
+}
