@@ -33,7 +33,7 @@ public enum ATTRequestError: Error, Sendable, Equatable, CustomStringConvertible
 
 /// Why a bearer closed.
 public enum ATTBearerCloseReason: Sendable, Equatable, CustomStringConvertible {
-    /// The peer closed the link (recv returned 0 or the socket hung up).
+    /// The peer closed or reset the link (recv returned 0, ECONNRESET, or the socket hung up).
     case peerClosed
     /// A socket error, e.g. ECONNRESET or ETIMEDOUT (supervision timeout).
     case error(Int32)
@@ -269,6 +269,9 @@ public final class ATTBearer {
                     if events.contains(.hangup) || events.contains(.error) { close(.peerClosed) }
                     return
                 case EINTR: continue
+                case ECONNRESET, EPIPE:
+                    close(.peerClosed)
+                    return
                 default:
                     close(.error(errno))
                     return

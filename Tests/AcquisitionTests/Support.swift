@@ -1,1 +1,37 @@
+import Glibc
 import Testing
+@testable import Acquisition
+
+/// A connected pair of SOCK_SEQPACKET descriptors: the same message semantics as an L2CAP ATT
+/// socket (one recv, one PDU), in-process.
+func makeSeqPacketPair() throws -> (Int32, Int32) {
+    var fds: [Int32] = [0, 0]
+    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+        throw SystemError("socketpair")
+    }
+    return (fds[0], fds[1])
+}
+
+/// Reads one message from a raw descriptor the test drives by hand (non-blocking).
+func receive(_ fd: Int32) -> [UInt8]? {
+    var buffer = [UInt8](repeating: 0, count: 600)
+    let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+    return n > 0 ? Array(buffer[0..<n]) : nil
+}
+
+func transmit(_ fd: Int32, _ bytes: [UInt8]) {
+    _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+}
+
+/// SplitMix64: small, deterministic, good enough for generating test inputs.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

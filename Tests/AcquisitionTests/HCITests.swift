@@ -1,0 +1,73 @@
+import Profiles
+import Testing
+@testable import Acquisition
+
+@Suite struct HCIEventTests {
+    func parse(_ bytes: [UInt8]) -> HCIEvent? { withRawSpan(bytes) { parseHCIEvent($0) } }
+
+    /// An LE Advertising Report as btvirt delivers it for a CC2650 advertising its name and AA80.
+    static func report(address: [UInt8], kind: UInt8 = 0, data: [UInt8], rssi: Int8 = -60) -> [UInt8] {
+        let body: [UInt8] = [0x02, 0x01, 0x00, kind] + address.reversed() + [UInt8(data.count)] + data + [UInt8(bitPattern: rssi)]
+        return [0x04, 0x3E, UInt8(body.count)] + body
+    }
+
+    @Test func advertisingReportWithNameAndServices() throws {
+        let data = advertisingData(name: "CC2650 SensorTag", services: [0xAA80])
+        let event = try #require(parse(Self.report(address: [0x00, 0xAA, 0x01, 0x01, 0x00, 0x01], data: data)))
+        guard case .advertisements(let ads) = event else { Issue.record("\(event)"); return }
+        #expect(ads.count == 1)
+        #expect(ads[0].address.description == "00:AA:01:01:00:01")
+        #expect(ads[0].name == "CC2650 SensorTag")
+        #expect(ads[0].rssi == -60)
+        #expect(ads[0].serviceUUIDs == [.sig(0xAA80)])
+        #expect(ads[0].modelGuess == .cc2650)
+    }
+
+    @Test func modelGuesses() {
+        func guess(_ name: String?, _ services: [GATTUUID] = []) -> Model? {
+            Advertisement(address: BluetoothAddress("00:00:00:00:00:01")!, rssi: 0, name: name, serviceUUIDs: services).modelGuess
+        }
+        #expect(guess("TI BLE Sensor Tag") == .cc2541)
+        #expect(guess("SensorTag") == .cc2541)
+        #expect(guess("SensorTag 2.0") == .cc2650)
+        #expect(guess("CC1350 SensorTag") == .cc1350)
+        #expect(guess(nil, [.ti(0xAA80)]) == .cc2650)
+        #expect(guess("Fitbit") == nil)
+    }
+
+    @Test func truncatedReportsAreIgnored() {
+        let good = Self.report(address: [1, 2, 3, 4, 5, 6], data: advertisingData(name: "SensorTag", services: []))
+        for cut in 3..<good.count {
+            var bytes = Array(good.prefix(cut))
+            bytes[2] = UInt8(cut - 3)  // a consistent header over a short body
+            #expect(parse(bytes) == nil || parse(bytes) == .other, "\(cut)")
+        }
+        #expect(parse([0x04, 0x3E]) == nil)
+        #expect(parse([0x02, 0x3E, 0x00]) == nil)
+    }
+
+    @Test func commandCompletionAndAdapterEvents() {
+        #expect(parse([0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, 0x00]) == .commandComplete(opcode: 0x200C, status: 0))
+        #expect(parse([0x04, 0x0F, 0x04, 0x0C, 0x01, 0x0D, 0x20]) == .commandStatus(opcode: 0x200D, status: 0x0C))
+        #expect(parse([0x04, 0xFD, 0x06, 0x01, 0x00, 0x04, 0x00, 0x00, 0x00]) == .adapterDown(0))
+        #expect(parse([0x04, 0xFD, 0x06, 0x01, 0x00, 0x03, 0x00, 0x01, 0x00]) == .adapterUp(1))
+    }
+
+    @Test func advertisingDataFitsIn31Bytes() {
+        let long = advertisingData(name: String(repeating: "x", count: 40), services: [0xAA80])
+        #expect(long.count == 31)
+        #expect(long[8] == 0x08, "a cut name is marked shortened")
+        #expect(advertisingData(name: "SensorTag", services: []) == [2, 1, 6, 10, 9] + Array("SensorTag".utf8))
+    }
+
+    @Test func addressesParseAndPrint() {
+        #expect(BluetoothAddress("b0:b4:48:c9:4a:85")?.description == "B0:B4:48:C9:4A:85")
+        #expect(BluetoothAddress("B0-B4-48-C9-4A-85") != nil)
+        for bad in ["", "B0:B4:48:C9:4A", "B0:B4:48:C9:4A:8G", "B0:B4:48:C9:4A:855", "B0B4:48:C9:4A:85:"] {
+            #expect(BluetoothAddress(bad) == nil, "\(bad)")
+        }
+        let a = BluetoothAddress("00:AA:01:02:00:02")!
+        #expect(BluetoothAddress(bdaddr: a.bdaddr) == a)
+        #expect(a.bdaddr.b.0 == 0x02 && a.bdaddr.b.5 == 0x00)
+    }
+}
