@@ -92,6 +92,8 @@ public struct Attribute: Sendable {
 }
 
 public struct AttributeTable: Sendable {
+    public typealias Model = EmulatedModel
+
     public static let primaryService = GATTUUID.sig(0x2800)
     public static let secondaryService = GATTUUID.sig(0x2801)
     public static let characteristicDeclaration = GATTUUID.sig(0x2803)
