@@ -62,17 +62,29 @@ public struct GATTUUID: Hashable, Sendable, Comparable, CustomStringConvertible 
         return 16
     }
 
-    /// Parses `F000AA80-0451-4000-B000-000000000000` or a 4-hex-digit SIG alias such as `2A19`.
+    /// Parses `F000AA80-0451-4000-B000-000000000000` (dashes where the canonical form has them, or
+    /// none) or a 4-hex-digit SIG alias such as `2A19`. Anything else, signs included, is nil.
     public init?(_ text: String) {
-        let hex = text.utf8.filter { $0 != UInt8(ascii: "-") }
-        if hex.count == 4, let alias = UInt16(String(decoding: hex, as: UTF8.self), radix: 16) {
-            self = .sig(alias)
-            return
+        var utf8 = Array(text.utf8)
+        if utf8.count == 36 {
+            guard [8, 13, 18, 23].allSatisfy({ utf8[$0] == UInt8(ascii: "-") }) else { return nil }
+            utf8.removeAll { $0 == UInt8(ascii: "-") }
         }
-        guard hex.count == 32,
-              let high = UInt64(String(decoding: hex[0..<16], as: UTF8.self), radix: 16),
-              let low = UInt64(String(decoding: hex[16..<32], as: UTF8.self), radix: 16) else { return nil }
-        self.init(high: high, low: low)
+        var digits: [UInt64] = []
+        for c in utf8 {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digits.append(UInt64(c - UInt8(ascii: "0")))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digits.append(UInt64(c - UInt8(ascii: "a") + 10))
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digits.append(UInt64(c - UInt8(ascii: "A") + 10))
+            default: return nil
+            }
+        }
+        let value = { (range: Range<Int>) in digits[range].reduce(UInt64(0)) { $0 << 4 | $1 } }
+        switch digits.count {
+        case 4: self = .sig(UInt16(value(0..<4)))
+        case 32: self.init(high: value(0..<16), low: value(16..<32))
+        default: return nil
+        }
     }
 
     public var description: String {

@@ -116,7 +116,13 @@ public struct SensorProfile: Sendable {
         switch layout {
         case .cc2541Temperature:
             let d = try SerDe.deserialize(CC2541.IRTemperature.Data.self, from: payload)
-            r.append(Field("object", d.objectCelsius(s0: settings.tmp006S0), .celsius))
+            let object = d.objectCelsius(s0: settings.tmp006S0)
+            // The thermopile model has no real solution for some raw pairs (found by fuzzing):
+            // a reading without meaning is an error, not a NaN on the bus.
+            guard object.isFinite else {
+                throw .invalidValue(characteristic: CC2541.IRTemperature.Data.name, value: Int(d.rawValue[0]))
+            }
+            r.append(Field("object", object, .celsius))
             r.append(Field("ambient", d.ambientCelsius, .celsius))
         case .cc2541Accelerometer:
             let a = try SerDe.deserialize(CC2541.Accelerometer.Data.self, from: payload)
@@ -204,7 +210,9 @@ public struct SensorProfile: Sendable {
 
     /// True when `payload` is the firmware's "no measurement yet" placeholder.
     public func isNoData(_ payload: borrowing RawSpan) -> Bool {
-        guard zeroMeansNoData else { return false }
+        // Only the data characteristic itself, zeroed: zeros of another length are malformed and
+        // must reach `decode` to be reported as such.
+        guard zeroMeansNoData, dataLength.admits(payload.byteCount) else { return false }
         for i in 0..<payload.byteCount where payload.unsafeLoad(fromUncheckedByteOffset: i, as: UInt8.self) != 0 { return false }
         return true
     }

@@ -68,7 +68,11 @@ public struct PeriodLimits: Sendable, Hashable {
     public let maximum: Int
     public let defaultValue: Int
 
+    /// The period byte holds at most 255 × 10 ms, and 0 would mean "no period": limits outside
+    /// 10…2550 ms are a programming error.
     public init(minimum: Int, maximum: Int = 2550, defaultValue: Int) {
+        precondition(10 <= minimum && minimum <= defaultValue && defaultValue <= maximum && maximum <= 2550,
+                     "period limits must satisfy 10 <= minimum <= default <= maximum <= 2550")
         self.minimum = minimum
         self.maximum = maximum
         self.defaultValue = defaultValue
