@@ -1,0 +1,6 @@
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzHCI(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
+    let span = RawSpan(_unsafeBytes: UnsafeRawBufferPointer(start: data, count: size))
+    _ = parseHCIEvent(span)
+    return 0
+}
