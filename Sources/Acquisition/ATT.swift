@@ -136,6 +136,9 @@ public enum ATTParseError: Error, Sendable, Equatable, CustomStringConvertible {
     case length(opcode: ATTOpcode, expected: ByteLength, actual: Int)
     /// Internally inconsistent (a list whose element length does not divide, a bad UUID format).
     case malformed(opcode: ATTOpcode, reason: StaticString)
+    /// A request whose handle range starts at 0 or ends before it starts: answered with
+    /// "invalid handle" at the start handle (Vol 3 Part F 3.4.3.1).
+    case invalidHandleRange(opcode: ATTOpcode, start: UInt16)
 
     public var description: String {
         switch self {
@@ -143,6 +146,7 @@ public enum ATTParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownOpcode(let op): return "unknown opcode 0x\(String(op, radix: 16, uppercase: true))"
         case .length(let op, let expected, let actual): return "\(op): expected \(expected) bytes, got \(actual)"
         case .malformed(let op, let reason): return "\(op): \(reason)"
+        case .invalidHandleRange(let op, let start): return "\(op): invalid handle range starting at \(start)"
         }
     }
 
@@ -152,6 +156,7 @@ public enum ATTParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case let (.unknownOpcode(x), .unknownOpcode(y)): return x == y
         case let (.length(o1, e1, n1), .length(o2, e2, n2)): return o1 == o2 && e1 == e2 && n1 == n2
         case let (.malformed(o1, r1), .malformed(o2, r2)): return o1 == o2 && r1.description == r2.description
+        case let (.invalidHandleRange(o1, s1), .invalidHandleRange(o2, s2)): return o1 == o2 && s1 == s2
         default: return false
         }
     }
@@ -223,7 +228,7 @@ public enum ATTPDU: Sendable, Equatable {
         }
         func range() throws(ATTParseError) -> (UInt16, UInt16) {
             let s = u16(1), e = u16(3)
-            guard s != 0, s <= e else { throw .malformed(opcode: op, reason: "invalid handle range") }
+            guard s != 0, s <= e else { throw .invalidHandleRange(opcode: op, start: s) }
             return (s, e)
         }
         func typeUUID() throws(ATTParseError) -> GATTUUID {

@@ -352,6 +352,9 @@ public final class ATTBearer {
             if !ATTOpcode.isCommand(raw) { refuse(request: raw, handle: 0, .requestNotSupported) }
         case .empty:
             counters.malformed += 1
+        case .invalidHandleRange(let op, let start):
+            counters.malformed += 1
+            refuse(request: op.rawValue, handle: start, .invalidHandle)
         case .length(let op, _, _), .malformed(let op, _):
             counters.malformed += 1
             if op.isResponse, let p = pending, p.expect == op || op == .errorResponse {

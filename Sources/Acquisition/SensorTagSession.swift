@@ -173,7 +173,7 @@ public final class SensorTagSession {
         client.exchangeMTU { [weak self] result in
             guard let self, !self.ended else { return }
             switch result {
-            case .failure(let e): self.fail("MTU exchange: \(e)")
+            case .failure(let e): self.fail("MTU exchange", e)
             case .success(let mtu):
                 self.log(.debug, "ATT MTU \(mtu)")
                 self.findHandles()
@@ -216,7 +216,7 @@ public final class SensorTagSession {
         client.discoverAll { [weak self] result in
             guard let self, !self.ended else { return }
             switch result {
-            case .failure(let e): self.fail("discovery: \(e)")
+            case .failure(let e): self.fail("discovery", e)
             case .success(let db): self.readFirmware(db)
             }
         }
@@ -362,8 +362,8 @@ public final class SensorTagSession {
             switch result {
             case .success:
                 self.runSteps(steps, i + 1, sensor: sensor, completion)
-            case .failure(.att(.timeout)), .failure(.att(.disconnected)):
-                self.fail("\(sensor): \(steps[i].0): link lost")
+            case .failure(let e) where e == .att(.timeout) || e == .att(.disconnected):
+                self.fail("\(sensor): \(steps[i].0)", e)
             case .failure(let e):
                 self.log(.error, "\(sensor): \(steps[i].0) refused: \(e); sensor skipped")
                 completion(false)
@@ -432,8 +432,14 @@ public final class SensorTagSession {
 
     // MARK: Ending
 
-    private func fail(_ why: String) {
-        end(.setupFailed(why), closeBearer: true)
+    /// A setup step failed. An ATT timeout or a lost link is the link's fault, not the tag's
+    /// setup: report it as such so supervision counts it as a timeout or a disconnect.
+    private func fail(_ step: String, _ error: GATTError) {
+        switch error {
+        case .att(.timeout): end(.linkLost(.requestTimeout), closeBearer: true)
+        case .att(.disconnected): end(.linkLost(.peerClosed), closeBearer: true)
+        default: end(.setupFailed("\(step): \(error)"), closeBearer: true)
+        }
     }
 
     private func end(_ reason: SessionEnd, closeBearer: Bool) {

@@ -69,7 +69,6 @@ public final class AdapterQueue {
     private var current: Ticket?
     /// Attempts made, for tests and stats.
     public private(set) var attempts = 0
-    public private(set) var maxConcurrent = 0
 
     public init(connector: LinkConnector) {
         self.connector = connector
@@ -91,7 +90,6 @@ public final class AdapterQueue {
         let t = waiting.removeFirst()
         current = t
         attempts += 1
-        maxConcurrent = max(maxConcurrent, 1)
         t.attempt = connector.connect(to: t.address, timeout: t.timeout) { [weak self, weak t] result in
             guard let self, let t, self.current === t else {
                 if case .success(let fd) = result { closeDescriptor(fd) }
@@ -323,13 +321,23 @@ public final class TagSupervisor {
                 // Nothing can tell us the tag is back: keep trying at the cap.
                 return schedule(after: backoff.cap)
             }
-            attempt = monitor.watch(tag.address) { [weak self] in
+            // The first give-up listens at once (a CC2541 advertises right after its button is
+            // pressed). A tag that advertises but keeps failing is retried at most once per cap.
+            let listen = { [weak self] in
                 guard let self, self.state == .gaveUp else { return }
-                self.attempt?.cancel()
-                self.attempt = nil
-                self.emit(.advertisementSeen)
-                self.failures = 0
-                self.connect()
+                self.attempt = monitor.watch(self.tag.address) { [weak self] in
+                    guard let self, self.state == .gaveUp else { return }
+                    self.attempt?.cancel()
+                    self.attempt = nil
+                    self.emit(.advertisementSeen)
+                    self.connect()
+                }
+            }
+            if failures > backoff.maxAttempts {
+                loop.cancel(timer)
+                timer = loop.schedule(after: backoff.cap, listen)
+            } else {
+                listen()
             }
             return
         }
@@ -337,7 +345,7 @@ public final class TagSupervisor {
     }
 
     private func schedule(after delay: Duration) {
-        state = .waiting
+        state = state == .gaveUp ? .gaveUp : .waiting
         log(.info, "next attempt in \(delay.milliseconds) ms")
         loop.cancel(timer)
         timer = loop.schedule(after: delay) { [weak self] in
@@ -384,6 +392,7 @@ extension TagSupervisor: SensorTagSessionDelegate {
         loop.cancel(timer)
         timer = nil
         switch reason {
+        case .linkLost(.requestTimeout): failed(.timeout("ATT request"))
         case .linkLost(let why): failed(.disconnected(why.description))
         case .setupFailed(let why): failed(.forcedDisconnect(why))
         case .silent: failed(.forcedDisconnect(reason.description))

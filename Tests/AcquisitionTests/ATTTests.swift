@@ -88,8 +88,8 @@ import Testing
         #expect(parse([0x09, 0x07, 0x02, 0x00, 0x12, 0x03, 0x00, 0x19]) == .failure(.malformed(opcode: .readByTypeResponse, reason: "list length is not a multiple of the element length")))
         #expect(parse([0x09, 0x01, 0x02]) == .failure(.malformed(opcode: .readByTypeResponse, reason: "element length shorter than its handles")))
         #expect(parse([0x11, 0x03, 0x01, 0x00, 0x07]) == .failure(.malformed(opcode: .readByGroupTypeResponse, reason: "element length shorter than its handles")))
-        #expect(parse([0x04, 0x05, 0x00, 0x01, 0x00]) == .failure(.malformed(opcode: .findInformationRequest, reason: "invalid handle range")))
-        #expect(parse([0x04, 0x00, 0x00, 0x01, 0x00]) == .failure(.malformed(opcode: .findInformationRequest, reason: "invalid handle range")))
+        #expect(parse([0x04, 0x05, 0x00, 0x01, 0x00]) == .failure(.invalidHandleRange(opcode: .findInformationRequest, start: 5)))
+        #expect(parse([0x04, 0x00, 0x00, 0x01, 0x00]) == .failure(.invalidHandleRange(opcode: .findInformationRequest, start: 0)))
         #expect(parse([0x08, 0x01, 0x00, 0xFF, 0xFF, 0x03]) == .failure(.length(opcode: .readByTypeRequest, expected: .either(7, 21), actual: 6)))
     }
 
@@ -192,14 +192,16 @@ import Testing
         transmit(peer, [0x3F, 0x00])                 // unknown request opcode
         transmit(peer, [0x7F, 0x00])                 // unknown command opcode: no answer
         transmit(peer, [0x0A, 0x01])                 // truncated read request
+        transmit(peer, [0x08, 0x09, 0x00, 0x01, 0x00, 0x03, 0x28])  // range ends before it starts
         transmit(peer, [0x1B, 0x25, 0x00, 0x01, 0x02])
         settle()
         #expect(values == [[0x25, 0x01, 0x02]])
-        #expect(bearer.counters.malformed == 2)
+        #expect(bearer.counters.malformed == 3)
         #expect(bearer.counters.unexpected == 1)
         #expect(bearer.counters.unknownOpcodes == 2)
         #expect(receive(peer) == [0x01, 0x3F, 0x00, 0x00, 0x06])  // request not supported
         #expect(receive(peer) == [0x01, 0x0A, 0x00, 0x00, 0x04])  // invalid PDU
+        #expect(receive(peer) == [0x01, 0x08, 0x09, 0x00, 0x01])  // invalid handle, at the start
         #expect(receive(peer) == nil)
         #expect(bearer.isOpen)
     }

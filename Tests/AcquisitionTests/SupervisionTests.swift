@@ -1,0 +1,348 @@
+// The client side end to end: TagSupervisor → AdapterQueue → EmulatedAdapter → socketpair →
+// ATTBearer → GATTClient → SensorTagSession, against emulated tags, in virtual time.
+
+import Testing
+@testable import Acquisition
+import Profiles
+@testable import SensorTagEmulator
+
+/// Counts what the supervisors report, and checks the adapter never has two attempts in flight.
+final class Fleet: TagSupervisorDelegate, LinkConnector {
+    let clock = ManualClock()
+    let loop: EventLoop
+    let air: EmulatedAdapter
+    lazy var adapter = AdapterQueue(connector: self)
+    let cache = HandleCache()
+    var supervisors: [TagSupervisor] = []
+    var emulators: [SensorTagEmulator] = []
+    var events: [(tag: String, event: ConnectionEvent, at: Instant)] = []
+    var readings: [String: [Sensor: [(Reading, Instant)]]] = [:]
+    var logs: [String] = []
+    var inFlight = 0
+    var maxInFlight = 0
+
+    init() throws {
+        loop = try EventLoop(clock: clock)
+        air = EmulatedAdapter(loop: loop)
+    }
+
+    /// Adds an emulated tag and a supervisor for it with every sensor of its model enabled.
+    @discardableResult
+    func add(_ model: EmulatedModel, name: String, sensors: [SensorConfiguration]? = nil, pinned: Model? = nil,
+             backoff: Backoff = Backoff(base: .seconds(1), cap: .seconds(30), maxAttempts: 5)) -> (TagSupervisor, SensorTagEmulator) {
+        let index = emulators.count
+        let address = BluetoothAddress("00:AA:01:\(hex(index)):00:\(hex(index))")!
+        let emulator = SensorTagEmulator(model: model, loop: loop, seed: UInt64(index + 1))
+        air.add(emulator, at: address)
+        let all = SensorProfile.all(for: model.hardware).filter(\.notifies).map { SensorConfiguration($0.sensor) }
+        let tag = TagConfiguration(name: name, address: address, model: pinned, sensors: sensors ?? all)
+        let s = TagSupervisor(tag: tag, loop: loop, adapter: adapter, monitor: air, cache: cache, backoff: backoff)
+        s.random = { 0.5 }
+        s.delegate = self
+        supervisors.append(s)
+        emulators.append(emulator)
+        return (s, emulator)
+    }
+
+    private func hex(_ i: Int) -> String { i < 16 ? "0" + String(i, radix: 16, uppercase: true) : String(i, radix: 16, uppercase: true) }
+
+    func startAll() { supervisors.forEach { $0.start() } }
+
+    func run(for d: Duration) { loop.run(until: { false }, limit: d) }
+
+    @discardableResult
+    func run(until condition: () -> Bool, limit: Duration = .seconds(120)) -> Bool { loop.run(until: condition, limit: limit) }
+
+    func count(_ tag: String, _ sensor: Sensor) -> Int { readings[tag]?[sensor]?.count ?? 0 }
+    func total(_ tag: String) -> Int { readings[tag]?.values.reduce(0) { $0 + $1.count } ?? 0 }
+    func events(_ tag: String) -> [ConnectionEvent] { events.filter { $0.tag == tag }.map(\.event) }
+    func count(_ tag: String, _ name: String) -> Int { events(tag).filter { $0.name == name }.count }
+
+    // TagSupervisorDelegate
+    func supervisor(_ s: TagSupervisor, event: ConnectionEvent) { events.append((s.tag.name, event, loop.now)) }
+    func supervisor(_ s: TagSupervisor, didRead reading: Reading, index: Int) {
+        readings[s.tag.name, default: [:]][s.tag.sensors[index].sensor, default: []].append((reading, loop.now))
+    }
+    func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) { logs.append("\(s.tag.name): \(message)") }
+
+    // LinkConnector: the emulated air, with the number of attempts in flight tracked.
+    func connect(to address: BluetoothAddress, timeout: Duration, _ completion: @escaping (Result<Int32, LinkError>) -> Void) -> LinkAttempt {
+        inFlight += 1
+        maxInFlight = max(maxInFlight, inFlight)
+        var done = false
+        let attempt = air.connect(to: address, timeout: timeout) { [weak self] result in
+            if !done { done = true; self?.inFlight -= 1 }
+            completion(result)
+        }
+        return CountedAttempt(attempt) { [weak self] in if !done { done = true; self?.inFlight -= 1 } }
+    }
+
+    final class CountedAttempt: LinkAttempt {
+        let inner: LinkAttempt
+        let onCancel: () -> Void
+        init(_ inner: LinkAttempt, _ onCancel: @escaping () -> Void) { self.inner = inner; self.onCancel = onCancel }
+        func cancel() { onCancel(); inner.cancel() }
+    }
+}
+
+/// Readings must be what the physics produced: within the sensor's plausible room range.
+func plausible(_ r: Reading) -> Bool {
+    for f in r {
+        guard case .number(let v) = f.value else { continue }
+        switch f.unit {
+        case .celsius: if !(-10...60).contains(v) { return false }
+        case .percentRH: if !(0...100).contains(v) { return false }
+        case .hectopascal: if !(900...1100).contains(v) { return false }
+        case .g: if !(-3...3).contains(v) { return false }
+        case .lux: if !(0...100_000).contains(v) { return false }
+        case .degreesPerSecond: if !(-250...250).contains(v) { return false }
+        case .microtesla: if !(-1000...1000).contains(v) { return false }
+        case .percent: if !(0...100).contains(v) { return false }
+        case .none: break
+        }
+    }
+    return true
+}
+
+@Suite struct SessionTests {
+    @Test(arguments: [EmulatedModel.cc2541(), .cc2541Legacy, .cc2650(), .cc1350()])
+    func everySensorStreamsDecodedReadings(model: EmulatedModel) throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(model, name: "tag")
+        fleet.startAll()
+        let sensors = s.tag.sensors.map(\.sensor).filter { $0 != .keys && $0 != .battery }
+        #expect(fleet.run(until: { sensors.allSatisfy { fleet.count("tag", $0) >= 3 } }))
+        #expect(s.state == .streaming)
+        #expect(fleet.events("tag").prefix(3) == [.connecting(attempt: 1), .connected,
+                                                   .ready(model: model.generation == .cc2541 ? .cc2541 : .cc2650, firmware: model.firmware)])
+        for sensor in sensors {
+            let rs = try #require(fleet.readings["tag"]?[sensor])
+            #expect(rs.allSatisfy { plausible($0.0) }, "\(sensor): \(rs.map(\.0).map { Array($0) })")
+            let counters = s.currentCounters[s.tag.sensors.firstIndex { $0.sensor == sensor }!]
+            #expect(counters.placeholders == 1, "\(sensor): the first all-zero notification is not a reading")
+            #expect(counters.decodeErrors == 0)
+            // Readings arrive at the sensor's period (the firmware's default here).
+            let period = try #require(emulator.period(of: sensor))
+            #expect(rs[2].1 - rs[1].1 == period, "\(sensor)")
+        }
+        emulator.pressKey(0x03)
+        #expect(fleet.run(until: { fleet.count("tag", .keys) == 1 }, limit: .seconds(1)))
+        #expect(fleet.readings["tag"]?[.keys]?.first?.0.field("pressed")?.value == .bits(3))
+    }
+
+    @Test func configuredPeriodsAndRangesAreApplied() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [
+            SensorConfiguration(.movement, periodMilliseconds: 100, movementRange: .g2),
+            SensorConfiguration(.temperature, periodMilliseconds: 300),
+            SensorConfiguration(.light, periodMilliseconds: 2550),
+        ])
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.count("t", .light) >= 2 && fleet.count("t", .movement) >= 20 }))
+        #expect(emulator.period(of: .movement) == .milliseconds(100))
+        #expect(emulator.period(of: .temperature) == .milliseconds(300))
+        #expect(emulator.period(of: .light) == .milliseconds(2550))
+        #expect(emulator.value(of: CC2650.Movement.Config.uuid) == [0x7F, 0x00], "±2 g written")
+        // At ±2 g the emulated gravity (about 1 g on z) must still decode as about 1 g.
+        let z = try #require(fleet.readings["t"]?[.movement]?.last?.0.field("accel_z")?.value.number)
+        #expect(abs(z - 1) < 0.1)
+        #expect(s.state == .streaming)
+    }
+
+    @Test func periodBelowTheMinimumKeepsTheDefaultAndSaysWhy() throws {
+        let fleet = try Fleet()
+        let (_, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.temperature, periodMilliseconds: 100)])
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.count("t", .temperature) >= 2 }))
+        #expect(emulator.period(of: .temperature) == .seconds(1))
+        #expect(fleet.logs.contains("t: temperature: period must be 300..2550 ms (got 100); keeping the tag's default period"))
+    }
+
+    @Test func sensorsAModelLacksAreSkippedNotFatal() throws {
+        let fleet = try Fleet()
+        fleet.add(.cc2541(), name: "t", sensors: [SensorConfiguration(.movement), SensorConfiguration(.humidity)])
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.count("t", .humidity) >= 2 }))
+        #expect(fleet.logs.contains("t: movement: a cc2541 has no such sensor; skipped"))
+    }
+
+    @Test func reconnectUsesTheHandleCacheAndRedoesSetup() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2541(), name: "t")
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.count("t", .barometer) >= 2 }))
+        #expect(fleet.cache.misses == 1 && fleet.cache.hits == 0)
+        let before = fleet.count("t", .humidity)
+        emulator.dropLink()
+        #expect(fleet.run(until: { fleet.count("t", .humidity) >= before + 3 && fleet.count("t", .barometer) >= 4 }))
+        #expect(fleet.cache.hits == 1, "the second setup skipped discovery")
+        #expect(s.reconnects == 1)
+        #expect(fleet.count("t", "disconnected") == 1)
+        #expect(emulator.isEnabled(.humidity) && emulator.isSubscribed(.humidity), "sensors were set up again")
+    }
+}
+
+@Suite struct SupervisionFaultTests {
+    @Test func backoffGrowsThenGivesUpThenReturnsOnAdvertisement() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2541(), name: "t", backoff: Backoff(base: .seconds(1), cap: .seconds(8), maxAttempts: 5))
+        emulator.faults.refuseConnections = true
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.events("t").contains(.giveUp(attempts: 5)) }, limit: .seconds(600)))
+        let attempts = fleet.events.filter { $0.tag == "t" && $0.event.name == "connecting" }.map(\.at).prefix(5)
+        #expect(attempts.count == 5)
+        // Gaps: connect latency + backoff (random 0.5: 3/4 of 1, 2, 4, 8 s).
+        let gaps = zip(attempts.dropFirst(), attempts).map { ($0 - $1) - fleet.air.connectLatency }
+        #expect(gaps == [.milliseconds(750), .milliseconds(1500), .seconds(3), .seconds(6)])
+        #expect(fleet.events("t").contains(.giveUp(attempts: 5)))
+
+        // It still advertises while refusing: retried on its advertisement, then at most once per cap.
+        fleet.run(for: .seconds(80))
+        let later = fleet.count("t", "connecting") - 5
+        #expect(later >= 10 && later <= 12, "one attempt at once, then one per 8 s cap: \(later)")
+
+        // Powered down, it does not advertise; the button brings it back.
+        emulator.faults.refuseConnections = false
+        emulator.powerDown()
+        fleet.run(for: .seconds(300))
+        #expect(s.state == .gaveUp)
+        let attemptsWhileDown = fleet.count("t", "connecting")
+        fleet.run(for: .seconds(300))
+        #expect(fleet.count("t", "connecting") == attemptsWhileDown, "no attempts while nothing advertises")
+        emulator.pressButton()
+        #expect(fleet.run(until: { fleet.count("t", .humidity) >= 1 }, limit: .seconds(20)))
+        #expect(fleet.events("t").contains(.advertisementSeen))
+        #expect(s.failures == 0)
+    }
+
+    @Test func hungFirmwareTimesOutAndRecovers() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t")
+        s.requestTimeout = .seconds(2)
+        emulator.faults.ignoreRequests = true
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.count("t", "timeout") >= 2 }, limit: .seconds(60)))
+        #expect(fleet.events("t").contains(.timeout("ATT request")))
+        emulator.faults.ignoreRequests = false
+        #expect(fleet.run(until: { fleet.count("t", .movement) >= 3 }, limit: .seconds(60)))
+        #expect(s.state == .streaming)
+    }
+
+    @Test func slowResponsesStillComplete() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t")
+        s.requestTimeout = .seconds(5)
+        emulator.faults.responseDelay = .milliseconds(200)
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.count("t", .movement) >= 3 }, limit: .seconds(120)))
+        #expect(fleet.count("t", "disconnected") == 0)
+    }
+
+    @Test func silentTagIsDroppedAndReconnected() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity)])
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.count("t", .humidity) >= 2 }))
+        emulator.faults.silent = true
+        let silentSince = fleet.loop.now
+        #expect(fleet.run(until: { fleet.count("t", "forced_disconnect") == 1 }, limit: .seconds(60)))
+        let detected = fleet.events.last { $0.event.name == "forced_disconnect" }!.at - silentSince
+        #expect(detected <= .seconds(5), "4 periods of 1 s, plus at most one period of slack")
+        emulator.faults.silent = false
+        let before = fleet.count("t", .humidity)
+        #expect(fleet.run(until: { fleet.count("t", .humidity) > before + 2 }, limit: .seconds(60)))
+        #expect(s.reconnects == 1)
+    }
+
+    @Test func malformedNotificationsAreCountedAndTheStreamGoesOn() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.movement, periodMilliseconds: 100)])
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.count("t", .movement) >= 5 }))
+        for pdu: MalformedPDU in [.truncatedNotification, .shortNotification(.movement), .oversizedNotification,
+                                  .unknownOpcode(0x1F), .unknownOpcode(0x7F), .garbageListResponse] {
+            #expect(emulator.inject(pdu), "\(pdu)")
+        }
+        let before = fleet.count("t", .movement)
+        #expect(fleet.run(until: { fleet.count("t", .movement) >= before + 10 }))
+        let bearer = try #require(s.session?.bearer)
+        #expect(s.currentCounters[0].decodeErrors == 1, "the short movement payload")
+        #expect(bearer.counters.malformed == 2, "the truncated notification and the torn list response")
+        #expect(bearer.counters.oversized == 1)
+        #expect(bearer.counters.unknownOpcodes == 2)
+        #expect(fleet.count("t", "disconnected") == 0)
+    }
+
+    @Test func garbageDiscoveryFailsSetupAndRetries() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2541(), name: "t")
+        emulator.faults.garbageListResponses = true
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.count("t", "forced_disconnect") >= 1 }, limit: .seconds(30)))
+        emulator.faults.garbageListResponses = false
+        #expect(fleet.run(until: { s.state == .streaming }, limit: .seconds(60)))
+    }
+
+    @Test func stopDisconnectsAndStaysStopped() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t")
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming }))
+        s.stop()
+        #expect(fleet.run(until: { !emulator.isConnected }, limit: .seconds(1)))
+        fleet.run(for: .seconds(120))
+        #expect(s.state == .stopped)
+        #expect(fleet.count("t", "connecting") == 1)
+        #expect(fleet.events("t").last == .forcedDisconnect("stopped"))
+    }
+}
+
+@Suite struct FleetTests {
+    /// Eight tags of both models stream at once while one misbehaves in every way in turn; the
+    /// others never stall, every reading decodes, and the adapter never has two attempts in flight.
+    @Test func eightTagsThroughEveryFault() throws {
+        let fleet = try Fleet()
+        var victims: [SensorTagEmulator] = []
+        for i in 0..<8 {
+            let model: EmulatedModel = i % 2 == 0 ? .cc2650() : .cc2541()
+            let (s, e) = fleet.add(model, name: "tag\(i)")
+            s.requestTimeout = .seconds(2)
+            victims.append(e)
+        }
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.supervisors.allSatisfy { $0.state == .streaming } }, limit: .seconds(60)))
+
+        let faulty = victims[3]
+        let faults: [(String, () -> Void, () -> Void)] = [
+            ("drop", { faulty.dropLink() }, {}),
+            ("hang", { faulty.faults.ignoreRequests = true; faulty.dropLink() }, { faulty.faults.ignoreRequests = false }),
+            ("silent", { faulty.faults.silent = true }, { faulty.faults.silent = false }),
+            ("refuse", { faulty.faults.refuseConnections = true; faulty.dropLink() }, { faulty.faults.refuseConnections = false }),
+            ("slow", { faulty.faults.responseDelay = .milliseconds(500); faulty.dropLink() }, { faulty.faults.responseDelay = .zero }),
+            ("malformed", { _ = faulty.inject(.truncatedNotification); _ = faulty.inject(.oversizedNotification) }, {}),
+            ("power", { faulty.powerDown(); faulty.dropLink() }, { faulty.pressButton() }),
+        ]
+        for (name, inject, clear) in faults {
+            let others = fleet.supervisors.indices.filter { $0 != 3 }.map { (i: $0, n: fleet.total("tag\($0)")) }
+            inject()
+            fleet.run(for: .seconds(20))
+            for o in others {
+                // Five or six sensors at about 1 Hz each: about 105 readings in 20 s.
+                #expect(fleet.total("tag\(o.i)") - o.n >= 95, "tag\(o.i) stalled during \(name)")
+            }
+            clear()
+            #expect(fleet.run(until: { fleet.supervisors[3].state == .streaming }, limit: .seconds(300)), "no recovery from \(name)")
+        }
+        #expect(fleet.maxInFlight == 1)
+        for (tag, bySensor) in fleet.readings {
+            for (sensor, rs) in bySensor {
+                #expect(rs.allSatisfy { plausible($0.0) }, "\(tag) \(sensor)")
+            }
+        }
+        for s in fleet.supervisors where s.tag.name != "tag3" {
+            #expect(s.reconnects == 0, "\(s.tag.name) was disturbed")
+            #expect(s.currentCounters.allSatisfy { $0.decodeErrors == 0 })
+        }
+        #expect(fleet.supervisors[3].reconnects >= 6)
+    }
+}
