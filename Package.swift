@@ -3,6 +3,7 @@ import PackageDescription
 
 // Layering (see docs/architecture.md):
 //   Profiles     pure GATT profiles and zero-copy serde; standard library only, no I/O
+//   Reactor      the one epoll event loop that owns every descriptor and timer
 //   Acquisition  Bluetooth: HCI, L2CAP/ATT bearer, GATT client, supervision; knows nothing of MQTT
 //   CMosquitto   libmosquitto, seen through pkg-config
 //   collectord   the executable that wires them together
@@ -12,6 +13,7 @@ let package = Package(
     products: [
         .executable(name: "collectord", targets: ["collectord"]),
         .library(name: "Profiles", targets: ["Profiles"]),
+        .library(name: "Reactor", targets: ["Reactor"]),
         .library(name: "Acquisition", targets: ["Acquisition"]),
         .library(name: "SensorTagEmulator", targets: ["SensorTagEmulator"]),
     ],
@@ -24,8 +26,12 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
         ),
         .target(
+            name: "Reactor",
+            dependencies: ["CLinux"]
+        ),
+        .target(
             name: "Acquisition",
-            dependencies: ["Profiles", "CLinux", "CBlueZ"]
+            dependencies: ["Profiles", "Reactor", "CLinux", "CBlueZ"]
         ),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(
@@ -40,7 +46,7 @@ let package = Package(
         ),
         .target(
             name: "SensorTagEmulator",
-            dependencies: ["Profiles", "Acquisition"]
+            dependencies: ["Profiles", "Acquisition", "Reactor"]
         ),
         .executableTarget(
             name: "collectord",
@@ -58,7 +64,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AcquisitionTests",
-            dependencies: ["Acquisition", "SensorTagEmulator", "Profiles"]
+            dependencies: ["Acquisition", "SensorTagEmulator", "Profiles", "Reactor"]
         ),
         .testTarget(
             name: "CollectordTests",

@@ -239,7 +239,9 @@ public final class HCISocket {
 /// Scans while anyone is interested: `collectord scan`, and the supervisors of tags that were given
 /// up on (an `AdvertisementMonitor`).
 public final class LEScanner: AdvertisementMonitor {
-    private let hci: HCISocket
+    private let loop: EventLoop
+    private let adapterID: Int32
+    private var hci: HCISocket?
     private var watchers: [(address: BluetoothAddress?, handler: (Advertisement) -> Void, token: Token)] = []
     private var scanning = false
 
@@ -249,8 +251,14 @@ public final class LEScanner: AdvertisementMonitor {
     }
 
     public init(loop: EventLoop, adapter: Adapter) throws(LinkError) {
-        hci = try HCISocket(loop: loop, adapter: adapter.id)
-        hci.onEvent = { [unowned self] event in
+        self.loop = loop
+        self.adapterID = adapter.id
+        try open()
+    }
+
+    private func open() throws(LinkError) {
+        let socket = try HCISocket(loop: loop, adapter: adapterID)
+        socket.onEvent = { [unowned self] event in
             guard case .advertisements(let reports) = event else { return }
             for report in reports {
                 for w in self.watchers where w.address?.sameDevice(as: report.address) ?? true {
@@ -258,6 +266,16 @@ public final class LEScanner: AdvertisementMonitor {
                 }
             }
         }
+        hci = socket
+    }
+
+    /// After the controller was reset or re-plugged: a new socket, and scanning enabled again if
+    /// anyone is still watching (a reset controller has forgotten it was scanning).
+    public func reopen() {
+        hci?.close()
+        hci = nil
+        try? open()
+        if scanning { hci?.setScan(enabled: true) }
     }
 
     /// Every advertisement, until the token is cancelled.
@@ -273,7 +291,7 @@ public final class LEScanner: AdvertisementMonitor {
         watchers.append((address, handler, token))
         if !scanning {
             scanning = true
-            hci.setScan(enabled: true)
+            hci?.setScan(enabled: true)
         }
         return token
     }
@@ -282,12 +300,13 @@ public final class LEScanner: AdvertisementMonitor {
         watchers.removeAll { $0.token === token }
         if watchers.isEmpty && scanning {
             scanning = false
-            hci.setScan(enabled: false)
+            hci?.setScan(enabled: false)
         }
     }
 
     public func close() {
-        if scanning { hci.setScan(enabled: false) }
-        hci.close()
+        if scanning { hci?.setScan(enabled: false) }
+        hci?.close()
+        hci = nil
     }
 }

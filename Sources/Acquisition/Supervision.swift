@@ -196,7 +196,7 @@ public protocol TagSupervisorDelegate: AnyObject {
 
 public final class TagSupervisor {
     public enum State: String, Sendable {
-        case idle, waiting, connecting, settingUp, streaming, gaveUp, stopped
+        case idle, waiting, connecting, settingUp, streaming, gaveUp, paused, stopped
     }
 
     public let tag: TagConfiguration
@@ -256,6 +256,29 @@ public final class TagSupervisor {
             session.close()
         }
         if wasConnected { emit(.forcedDisconnect("stopped")) }
+    }
+
+    /// The adapter went away: abandon the attempt in progress and wait for `resume()`. A link
+    /// that is up will fail by itself; its failure is not counted against the tag.
+    public func pause() {
+        guard state != .stopped, state != .paused else { return }
+        cancelPending()
+        if let session {
+            self.session = nil
+            counters = session.counters
+            session.delegate = nil
+            session.close()
+            emit(.disconnected("adapter went away"))
+        }
+        state = .paused
+    }
+
+    /// The adapter is back: reconnect now with a fresh backoff, whatever state the tag was in.
+    public func resume() {
+        guard state == .paused || state == .waiting || state == .gaveUp else { return }
+        cancelPending()
+        failures = 0
+        connect()
     }
 
     private func cancelPending() {

@@ -1,14 +1,13 @@
 import ArgumentParser
 
-/// The `collectord` command. `run` (the daemon) becomes the default subcommand with issue #4;
-/// until then the tool offers the offline subcommands.
+/// The `collectord` command. `run` (the daemon) becomes the default subcommand with issue #4.
 @main
 struct Collectord: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "collectord",
         abstract: "Streams TI SensorTag readings from Bluetooth LE to MQTT.",
         version: CollectordVersion.string,
-        subcommands: [Decode.self, Version.self]
+        subcommands: [Decode.self, Scan.self, Emulate.self, Version.self]
     )
 }
 

@@ -283,6 +283,29 @@ func plausible(_ r: Reading) -> Bool {
         #expect(fleet.run(until: { s.state == .streaming }, limit: .seconds(60)))
     }
 
+    @Test func adapterLossPausesAndItsReturnReconnectsAtOnce() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t")
+        let (waiting, absent) = fleet.add(.cc2541(), name: "w")
+        fleet.air.remove(waiting.tag.address)  // a tag out of range: backing off
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && waiting.state == .waiting }, limit: .seconds(60)))
+        // The controller goes down: every link is gone and nobody tries while it is away.
+        fleet.supervisors.forEach { $0.pause() }
+        emulator.dropLink()
+        let attempts = fleet.air.attempts
+        fleet.run(for: .seconds(600))
+        #expect(fleet.air.attempts == attempts)
+        #expect(s.state == .paused && waiting.state == .paused)
+        // It comes back: both try at once, with a fresh backoff.
+        fleet.air.add(absent, at: waiting.tag.address)
+        let back = fleet.loop.now
+        fleet.supervisors.forEach { $0.resume() }
+        #expect(fleet.run(until: { s.state == .streaming && waiting.state == .streaming }, limit: .seconds(60)))
+        #expect(fleet.loop.now - back < .seconds(5))
+        #expect(s.failures == 0 && waiting.failures == 0)
+    }
+
     @Test func stopDisconnectsAndStaysStopped() throws {
         let fleet = try Fleet()
         let (s, emulator) = fleet.add(.cc2650(), name: "t")

@@ -154,3 +154,22 @@ import Testing
         #expect(r.stdout.hasPrefix("collectord 0.1.0\nlibmosquitto 2."))
     }
 }
+
+/// `scan` and `emulate` on an adapter that does not exist: one clear line, EX_UNAVAILABLE. (On
+/// these build machines the kernel has no Bluetooth at all; the VM rig runs them for real.)
+@Suite struct BluetoothCommandTests {
+    @Test(arguments: [["scan", "--adapter", "hci99", "--timeout", "1"], ["emulate", "--adapter", "hci99"]])
+    func missingAdapterIsOneLineAndExit69(args: [String]) throws {
+        let r = try DecodeProcessTests().run(args)
+        #expect(r.status == 69)
+        #expect(r.stderr.hasPrefix("collectord \(args[0]): adapter unavailable: "))
+        #expect(r.stderr.contains("no Bluetooth") || r.stderr.contains("no adapter named hci99"))
+        #expect(r.stderr.filter { $0 == "\n" }.count == 1)
+    }
+
+    @Test func emulateRejectsUnknownModels() throws {
+        let r = try DecodeProcessTests().run(["emulate", "--model", "cc9999"])
+        #expect(r.status == 64)
+        #expect(r.stderr == "collectord emulate: unknown model 'cc9999' (expected cc2541, cc2650, cc1350)\n")
+    }
+}

@@ -1,0 +1,103 @@
+// Everything the daemon needs from Bluetooth, behind one object: the adapter, its connection
+// queue, the scanner that watches for tags that were given up on, the handle cache, and one
+// supervisor per configured tag. It follows the adapter: when the controller goes down (reset,
+// unplugged, rfkill) every tag pauses; when it comes back, every tag reconnects at once. None
+// of this needs bluetoothd, and bluetoothd may keep running beside it.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import Profiles
+
+public final class TagFleet {
+    public let loop: EventLoop
+    public let adapterName: String
+    public private(set) var adapter: Adapter?
+    private var queue: AdapterQueue?
+    private var scanner: LEScanner?
+    private var events: HCISocket?
+    private let cache = HandleCache()
+    public private(set) var supervisors: [String: TagSupervisor] = [:]
+    public weak var delegate: TagSupervisorDelegate?
+    /// Told about adapter availability, for logs and the status topic.
+    public var onAdapterChange: ((Bool, String) -> Void)?
+    public var backoff = Backoff()
+    private var retry: TimerID?
+
+    public init(loop: EventLoop, adapter name: String) {
+        self.loop = loop
+        self.adapterName = name
+    }
+
+    /// Opens the adapter (or waits for it) and starts every tag added so far.
+    public func start() {
+        if events == nil {
+            // Device events come from a socket bound to no adapter: it survives the adapter.
+            events = try? HCISocket(loop: loop, adapter: nil)
+            events?.onEvent = { [weak self] event in self?.deviceEvent(event) }
+        }
+        openAdapter()
+    }
+
+    public func add(_ tag: TagConfiguration) {
+        precondition(supervisors[tag.name] == nil, "tag names are unique")
+        guard let queue else {
+            pending.append(tag)
+            return
+        }
+        let s = TagSupervisor(tag: tag, loop: loop, adapter: queue, monitor: scanner, cache: cache, backoff: backoff)
+        s.delegate = delegate
+        supervisors[tag.name] = s
+        s.start()
+    }
+
+    /// Disconnects and forgets a tag.
+    public func remove(_ name: String) {
+        pending.removeAll { $0.name == name }
+        supervisors.removeValue(forKey: name)?.stop()
+    }
+
+    /// Disconnects every tag; used on shutdown.
+    public func stop() {
+        for s in supervisors.values { s.stop() }
+        loop.cancel(retry)
+        scanner?.close()
+        events?.close()
+        events = nil
+    }
+
+    private var pending: [TagConfiguration] = []
+
+    private func openAdapter() {
+        loop.cancel(retry)
+        do {
+            let a = try Adapter.named(adapterName)
+            adapter = a
+            if queue == nil { queue = AdapterQueue(connector: L2CAPConnector(loop: loop, adapter: a)) }
+            if scanner == nil { scanner = try? LEScanner(loop: loop, adapter: a) }
+            onAdapterChange?(true, "\(a) is up")
+            let waiting = pending
+            pending.removeAll()
+            for tag in waiting { add(tag) }
+            for s in supervisors.values { s.resume() }
+        } catch {
+            adapter = nil
+            onAdapterChange?(false, "\(adapterName): \(error)")
+            // Without device events (no Bluetooth at all yet) look again now and then.
+            if events == nil { retry = loop.schedule(after: .seconds(10)) { [weak self] in self?.openAdapter() } }
+        }
+    }
+
+    private func deviceEvent(_ event: HCIEvent) {
+        switch event {
+        case .adapterUp(let id) where adapter == nil || adapter?.id == id:
+            scanner?.reopen()
+            openAdapter()
+        case .adapterDown(let id) where adapter?.id == id:
+            onAdapterChange?(false, "\(adapterName) went down")
+            for s in supervisors.values { s.pause() }
+        default:
+            break
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import Acquisition
+import ArgumentParser
+import Profiles
+
+/// `collectord scan`: which SensorTags are in range, with what they need in the configuration.
+struct Scan: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List nearby SensorTags: address, address type, RSSI, model guess and name.",
+        discussion: "Exit status: 0 scanned (even if nothing was found), 64 bad arguments, 69 no usable adapter."
+    )
+
+    @Option(help: "Bluetooth adapter to scan with.")
+    var adapter = "hci0"
+
+    @Option(help: "How long to scan, in seconds.")
+    var timeout = 10
+
+    @Flag(help: "Also list devices that do not look like SensorTags.")
+    var all = false
+
+    func validate() throws {
+        guard (1...3600).contains(timeout) else { throw ValidationError("--timeout must be 1..3600 seconds (got \(timeout))") }
+    }
+
+    func run() throws {
+        let loop = try EventLoop()
+        let scanner: LEScanner
+        do {
+            scanner = try LEScanner(loop: loop, adapter: try Adapter.named(adapter))
+        } catch {
+            writeStderr("collectord scan: \(error)\n")
+            throw ExitCode(69)
+        }
+        var seen: [BluetoothAddress: Advertisement] = [:]
+        var order: [BluetoothAddress] = []
+        print(Scan.row("ADDRESS", "TYPE", "RSSI", "MODEL", "NAME"))
+        let token = scanner.observe { ad in
+            let known = seen[ad.address]
+            var merged = ad
+            merged.name = ad.name ?? known?.name
+            merged.serviceUUIDs = Array(Set(ad.serviceUUIDs + (known?.serviceUUIDs ?? [])))
+            seen[ad.address] = merged
+            // A row when a device first shows itself as a SensorTag (the name may come later,
+            // in a scan response).
+            guard known == nil || (known?.modelGuess == nil && merged.modelGuess != nil) else { return }
+            guard all || merged.modelGuess != nil else { return }
+            order.append(ad.address)
+            print(Scan.row(merged))
+        }
+        loop.schedule(after: .seconds(timeout)) { loop.stop() }
+        loop.run()
+        token.cancel()
+        scanner.close()
+        let tags = seen.values.filter { $0.modelGuess != nil }.count
+        print("\(tags) SensorTag\(tags == 1 ? "" : "s") found in \(timeout) s on \(adapter)")
+    }
+
+    static func row(_ ad: Advertisement) -> String {
+        row(ad.address.description, ad.address.kind.rawValue, ad.rssi == 127 ? "-" : "\(ad.rssi)",
+            ad.modelGuess?.rawValue ?? "-", ad.name ?? "-")
+    }
+
+    static func row(_ a: String, _ b: String, _ c: String, _ d: String, _ e: String) -> String {
+        func pad(_ s: String, _ n: Int) -> String { s + String(repeating: " ", count: max(1, n - s.count)) }
+        return pad(a, 19) + pad(b, 8) + pad(c, 6) + pad(d, 8) + e
+    }
+}
