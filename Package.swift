@@ -5,6 +5,8 @@ import PackageDescription
 //   Profiles     pure GATT profiles and zero-copy serde; standard library only, no I/O
 //   Reactor      the one epoll event loop that owns every descriptor and timer
 //   Acquisition  Bluetooth: HCI, L2CAP/ATT bearer, GATT client, supervision; knows nothing of MQTT
+//   Configuration /etc/collectord.conf: parsing and validation with file:line errors
+//   Publishing   MQTT through libmosquitto on the Reactor loop, payload encoding, on-disk spool
 //   CMosquitto   libmosquitto, seen through pkg-config
 //   collectord   the executable that wires them together
 let package = Package(
@@ -48,12 +50,22 @@ let package = Package(
             name: "SensorTagEmulator",
             dependencies: ["Profiles", "Acquisition", "Reactor"]
         ),
+        .target(
+            name: "Configuration",
+            dependencies: ["Profiles", "Acquisition"]
+        ),
+        .target(
+            name: "Publishing",
+            dependencies: ["Profiles", "Reactor", "CMosquitto"]
+        ),
         .executableTarget(
             name: "collectord",
             dependencies: [
                 "Profiles",
                 "Acquisition",
                 "SensorTagEmulator",
+                "Configuration",
+                "Publishing",
                 "CMosquitto",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
@@ -65,6 +77,14 @@ let package = Package(
         .testTarget(
             name: "AcquisitionTests",
             dependencies: ["Acquisition", "SensorTagEmulator", "Profiles", "Reactor"]
+        ),
+        .testTarget(
+            name: "ConfigurationTests",
+            dependencies: ["Configuration", "Profiles", "Acquisition"]
+        ),
+        .testTarget(
+            name: "PublishingTests",
+            dependencies: ["Publishing", "Profiles", "Reactor"]
         ),
         .testTarget(
             name: "CollectordTests",

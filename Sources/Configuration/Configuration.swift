@@ -1,0 +1,1 @@
+// /etc/collectord.conf: see the configuration helper task.

@@ -1,0 +1,1 @@
+// MQTT publishing: see the publishing helper task.
