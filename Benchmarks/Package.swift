@@ -1,0 +1,41 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Decode benchmarks for collectord's Profiles module. A separate package so that the root package
+// does not depend on ordo-one/benchmark. Run with ./run.sh (see docs/performance.md).
+//
+//   DecodeCases       every payload kind: the spec's test vector, the zero-copy decode through
+//                     SensorProfile, and a deliberately naive BlueCap-style Foundation decoder
+//   DecodeBenchmarks  the ordo-one/benchmark suite over DecodeCases (plus an empty baseline)
+//   DecodeProbe       decodes one case N times with no harness, for valgrind cross-checks
+//   BenchmarkReport   turns the suite's JMH export into the per-decode table
+let package = Package(
+    name: "collectord-benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "collectord", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .target(
+            name: "DecodeCases",
+            dependencies: [.product(name: "Profiles", package: "collectord")]
+        ),
+        .executableTarget(
+            name: "DecodeBenchmarks",
+            dependencies: [
+                "DecodeCases",
+                .product(name: "Profiles", package: "collectord"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/DecodeBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "DecodeProbe",
+            dependencies: ["DecodeCases", .product(name: "Profiles", package: "collectord")]
+        ),
+        .executableTarget(name: "BenchmarkReport", dependencies: ["DecodeCases"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,156 @@
+// Turns the DecodeBenchmarks JMH export into one table row per payload kind.
+//
+//   BenchmarkReport <export.jmh.json> [valgrind.tsv]
+//
+// The JMH export holds the raw per-sample values (one sample = one benchmark iteration = 1,000
+// decodes): times in µs per sample, mallocs per sample. Per decode:
+//   time    = p50 of the samples' wall-clock times / 1,000 (µs per 1,000 decodes = ns per decode)
+//   mallocs = (mean mallocs per sample − mean mallocs per sample of baseline/empty) / 1,000,
+//             to 2 decimals: the harness keeps samples in an HDR histogram (3 significant digits),
+//             so a mean of ~10,000 mallocs per sample can be off by up to 8, i.e. 0.008 per decode
+//   ratio   = naive time / zero-copy time (both p50)
+//   CPU     = mean of the samples' CPU times / 1,000. The harness reads process-wide CPU time
+//             from /proc/self/stat in scheduler ticks (10 ms here), so a single 35 µs sample reads
+//             0 or 10 ms; only the mean says anything, and it includes the harness's own threads.
+// The optional valgrind.tsv (from run.sh --valgrind) adds instructions and heap allocations per
+// decode counted outside the harness: name <TAB> instructions/decode <TAB> allocations/decode.
+
+import DecodeCases
+import Foundation
+
+let decodesPerSample = 1_000.0
+
+struct Metric {
+    var mean: Double
+    var p50: Double
+    var p90: Double
+    var max: Double
+    var samples: [Double]
+}
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("BenchmarkReport: \(message)\n".utf8))
+    exit(1)
+}
+
+let args = CommandLine.arguments
+guard args.count >= 2 else { fail("usage: BenchmarkReport <export.jmh.json> [valgrind.tsv]") }
+
+guard let data = FileManager.default.contents(atPath: args[1]),
+      let elements = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]] else {
+    fail("cannot read JMH JSON from \(args[1])")
+}
+
+func parse(_ m: [String: Any]) -> Metric? {
+    guard let score = m["score"] as? Double, let p = m["scorePercentiles"] as? [String: Any],
+          let p50 = p["50.0"] as? Double, let p90 = p["90.0"] as? Double, let p100 = p["100.0"] as? Double else { return nil }
+    let raw = (m["rawData"] as? [[Double]])?.first ?? []
+    return Metric(mean: score, p50: p50, p90: p90, max: p100, samples: raw)
+}
+
+/// benchmark name ("decode/cc2541/keys") → metric description → values
+var results: [String: [String: Metric]] = [:]
+for element in elements {
+    guard let full = element["benchmark"] as? String else { continue }
+    let prefix = "package.benchmark.DecodeBenchmarks."
+    let name = full.hasPrefix(prefix) ? String(full.dropFirst(prefix.count)) : full
+    var metrics: [String: Metric] = [:]
+    for (key, value) in element["secondaryMetrics"] as? [String: Any] ?? [:] {
+        if let m = value as? [String: Any], let metric = parse(m) { metrics[key] = metric }
+    }
+    results[name] = metrics
+}
+
+var valgrind: [String: (instructions: Double, allocs: Double)] = [:]
+if args.count >= 3 {
+    guard let text = try? String(contentsOfFile: args[2], encoding: .utf8) else { fail("cannot read \(args[2])") }
+    for line in text.split(separator: "\n") {
+        let cols = line.split(separator: "\t").map(String.init)
+        if cols.count == 3, let i = Double(cols[1]), let a = Double(cols[2]) { valgrind[cols[0]] = (i, a) }
+    }
+}
+
+let wall = "Time (wall clock)", cpu = "Time (total CPU)", malloc = "Malloc (total)", instr = "Instructions"
+
+guard let empty = results["baseline/empty"], let emptyMalloc = empty[malloc], let emptyWall = empty[wall] else {
+    fail("baseline/empty (with Malloc (total) and wall clock) missing from the export")
+}
+
+func fmt(_ v: Double, _ decimals: Int) -> String { String(format: "%.\(decimals)f", v) }
+func nsPerDecode(_ microsecondsPerSample: Double) -> Double { microsecondsPerSample * 1_000 / decodesPerSample }
+func row(_ cells: [String]) { print("| " + cells.joined(separator: " | ") + " |") }
+func header(_ cells: [String]) { row(cells); print("|" + cells.map { _ in "---" }.joined(separator: "|") + "|") }
+
+let haveInstructions = results.values.contains { ($0[instr]?.max ?? 0) > 0 }
+let haveValgrind = !valgrind.isEmpty
+
+struct Pair { let c: DecodeCase; let z: [String: Metric]; let n: [String: Metric] }
+let pairs: [Pair] = decodeCases.map { c in
+    guard let z = results[c.zeroCopyName], let n = results[c.naiveName],
+          z[wall] != nil, n[wall] != nil, z[malloc] != nil, n[malloc] != nil else {
+        fail("incomplete results for \(c.kind)")
+    }
+    return Pair(c: c, z: z, n: n)
+}
+
+// Main table.
+var cols = ["payload kind", "bytes", "zero-copy ns/decode", "zero-copy mallocs/decode"]
+if haveInstructions { cols.append("zero-copy instructions/decode") }
+if haveValgrind { cols.append("zero-copy instructions/decode (cachegrind)") }
+cols += ["naive ns/decode", "naive mallocs/decode"]
+if haveInstructions { cols.append("naive instructions/decode") }
+if haveValgrind { cols.append("naive instructions/decode (cachegrind)") }
+cols.append("naive / zero-copy")
+header(cols)
+for p in pairs {
+    let zw = p.z[wall]!, nw = p.n[wall]!, zm = p.z[malloc]!, nm = p.n[malloc]!
+    var cells = [p.c.kind, "\(p.c.payload.count)", fmt(nsPerDecode(zw.p50), 1), fmt((zm.mean - emptyMalloc.mean) / decodesPerSample, 2)]
+    if haveInstructions { cells.append(p.z[instr].map { fmt($0.p50 / decodesPerSample, 0) } ?? "–") }
+    if haveValgrind { cells.append(valgrind[p.c.zeroCopyName].map { fmt($0.instructions, 0) } ?? "–") }
+    cells += [fmt(nsPerDecode(nw.p50), 1), fmt((nm.mean - emptyMalloc.mean) / decodesPerSample, 2)]
+    if haveInstructions { cells.append(p.n[instr].map { fmt($0.p50 / decodesPerSample, 0) } ?? "–") }
+    if haveValgrind { cells.append(valgrind[p.c.naiveName].map { fmt($0.instructions, 0) } ?? "–") }
+    cells.append(fmt(nw.p50 / zw.p50, 1) + "×")
+    row(cells)
+}
+
+// Details.
+print("")
+var detail = ["payload kind", "zero-copy p90 ns", "naive p90 ns", "zero-copy CPU ns (mean)", "naive CPU ns (mean)",
+              "zero-copy samples", "naive samples"]
+if haveValgrind { detail += ["zero-copy allocs/decode (memcheck)", "naive allocs/decode (memcheck)"] }
+header(detail)
+for p in pairs {
+    let zw = p.z[wall]!, nw = p.n[wall]!
+    var cells = [p.c.kind, fmt(nsPerDecode(zw.p90), 1), fmt(nsPerDecode(nw.p90), 1),
+                 p.z[cpu].map { fmt(nsPerDecode($0.mean), 1) } ?? "–", p.n[cpu].map { fmt(nsPerDecode($0.mean), 1) } ?? "–",
+                 "\(zw.samples.count)", "\(nw.samples.count)"]
+    if haveValgrind {
+        cells += [valgrind[p.c.zeroCopyName].map { fmt($0.allocs, 3) } ?? "–", valgrind[p.c.naiveName].map { fmt($0.allocs, 3) } ?? "–"]
+    }
+    row(cells)
+}
+
+// Notes.
+print("")
+print("baseline/empty (the same loop, no decode): \(fmt(nsPerDecode(emptyWall.p50), 2)) ns per iteration (p50); "
+    + "mallocs per 1,000-iteration sample: mean \(fmt(emptyMalloc.mean, 3)), min \(fmt(emptyMalloc.samples.min() ?? 0, 0)), "
+    + "max \(fmt(emptyMalloc.max, 0)). Its mean is subtracted in every mallocs/decode column.")
+var outliers: [String] = []
+for p in pairs {
+    let samples = p.z[malloc]!.samples
+    let over = samples.filter { $0 > emptyMalloc.max }
+    if !over.isEmpty {
+        outliers.append("\(p.c.zeroCopyName): \(over.count) of \(samples.count) samples had up to \(fmt(over.max()! - emptyMalloc.max, 0)) more")
+    }
+}
+if outliers.isEmpty {
+    print("Every zero-copy sample had exactly the baseline's malloc count or fewer.")
+} else {
+    print("Zero-copy samples with more mallocs than the empty baseline's maximum (per 1,000-decode sample, not per decode):")
+    for o in outliers { print("  " + o) }
+}
+if !haveInstructions {
+    print("Instructions: the harness reported none (no hardware performance counters here: perf_event_open fails)"
+        + (haveValgrind ? "; the cachegrind columns count them outside the harness." : "; run.sh --valgrind counts them with cachegrind."))
+}
