@@ -1,0 +1,72 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Reactor
+
+/// The sd_notify protocol, without libsystemd: one datagram per state change to the socket in
+/// $NOTIFY_SOCKET (a path, or an abstract name starting with '@'). Without systemd it does nothing.
+/// Watchdog pings come from a timer on the event loop, so a wedged loop stops pinging and
+/// systemd restarts the service, which is the point of the watchdog.
+final class SystemdNotifier {
+    private let fd: Int32
+    private var address = sockaddr_un()
+    private var length: socklen_t = 0
+    private var watchdog: TimerID?
+    let isActive: Bool
+
+    init(environment: [String: String] = SystemdNotifier.environment()) {
+        guard let path = environment["NOTIFY_SOCKET"], !path.isEmpty, path.utf8.count < 108,
+              path.hasPrefix("/") || path.hasPrefix("@") else {
+            fd = -1
+            isActive = false
+            return
+        }
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        isActive = fd >= 0
+        address.sun_family = sa_family_t(AF_UNIX)
+        var bytes = Array(path.utf8)
+        if bytes[0] == UInt8(ascii: "@") { bytes[0] = 0 }  // abstract namespace
+        withUnsafeMutableBytes(of: &address.sun_path) { dst in
+            for (i, b) in bytes.enumerated() { dst[i] = b }
+        }
+        length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
+
+    static func environment() -> [String: String] {
+        var result: [String: String] = [:]
+        var p = environ
+        while let entry = p.pointee {
+            let s = String(cString: entry)
+            if let eq = s.firstIndex(of: "=") { result[String(s[..<eq])] = String(s[s.index(after: eq)...]) }
+            p += 1
+        }
+        return result
+    }
+
+    /// Sends e.g. "READY=1\nSTATUS=3 tags streaming".
+    func notify(_ state: String) {
+        guard isActive else { return }
+        var message = state
+        message.withUTF8 { buf in
+            withUnsafePointer(to: &address) { a in
+                a.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    _ = sendto(fd, buf.baseAddress, buf.count, Int32(MSG_NOSIGNAL), $0, length)
+                }
+            }
+        }
+    }
+
+    /// Pings at half the interval systemd asks for (WATCHDOG_USEC, for our own pid).
+    func startWatchdog(on loop: EventLoop, environment: [String: String] = SystemdNotifier.environment()) {
+        guard isActive, let usec = environment["WATCHDOG_USEC"].flatMap({ Int64($0) }), usec > 0 else { return }
+        if let pid = environment["WATCHDOG_PID"].flatMap({ Int32($0) }), pid != getpid() { return }
+        let interval = Duration.microseconds(usec / 2)
+        func ping() {
+            notify("WATCHDOG=1")
+            watchdog = loop.schedule(after: interval) { ping() }
+        }
+        ping()
+    }
+}
