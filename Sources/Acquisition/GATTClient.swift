@@ -132,47 +132,33 @@ public final class GATTClient {
         }
     }
 
-    /// Read By Group Type over the whole handle range, continued until "attribute not found".
+    /// Read By Group Type over the whole handle range.
     public func discoverPrimaryServices(_ completion: @escaping (Result<[GATTService], GATTError>) -> Void) {
-        discoverServices(from: 1, found: [], completion)
-    }
-
-    private func discoverServices(from start: UInt16, found: [GATTService], _ completion: @escaping (Result<[GATTService], GATTError>) -> Void) {
-        writer.readByGroupType(start: start, end: 0xFFFF, type: GATTClient.primaryService)
-        bearer.request(writer.bytes) { [self] result, bytes in
-            switch result {
-            case .failure(.error(.attributeNotFound, _)):
-                completion(.success(found))
-            case .failure(let e):
-                completion(.failure(.att(e)))
-            case .success(let pdu):
-                guard case .readByGroupTypeResponse(let length) = pdu, length == 6 || length == 20 else {
-                    return completion(.failure(.protocolViolation("bad primary service response \(pdu)")))
-                }
-                var found = found
-                let list = ATTList(pdu, in: bytes)
-                var last: UInt16 = start
-                for i in 0..<list.count {
-                    let at = list.start(i)
-                    let handle = UInt16.load(from: bytes, at: at), end = UInt16.load(from: bytes, at: at + 2)
-                    guard handle >= start, end >= handle, handle > (found.last?.end ?? 0) else {
-                        return completion(.failure(.protocolViolation("service handles out of order")))
-                    }
-                    guard let uuid = try? GATTUUID.load(from: bytes.extracting((at + 4)..<(at + length))) else {
-                        return completion(.failure(.protocolViolation("bad service UUID")))
-                    }
-                    found.append(GATTService(uuid: uuid, start: handle, end: end))
-                    last = end
-                }
-                if last == 0xFFFF { return completion(.success(found)) }
-                discoverServices(from: last + 1, found: found, completion)
+        page(from: 1, to: 0xFFFF, found: [], completion, request: { writer, start, end in
+            writer.readByGroupType(start: start, end: end, type: GATTClient.primaryService)
+        }) { pdu, bytes, start, found throws(GATTError) in
+            guard case .readByGroupTypeResponse(let length) = pdu, length == 6 || length == 20 else {
+                throw .protocolViolation("bad primary service response \(pdu)")
             }
+            let list = ATTList(pdu, in: bytes)
+            var last = start
+            for i in 0..<list.count {
+                let at = list.start(i)
+                let handle = UInt16.load(from: bytes, at: at), end = UInt16.load(from: bytes, at: at + 2)
+                guard handle >= start, end >= handle, handle > (found.last?.end ?? 0),
+                      let uuid = try? GATTUUID.load(from: bytes.extracting((at + 4)..<(at + length))) else {
+                    throw .protocolViolation("bad or out-of-order service declaration")
+                }
+                found.append(GATTService(uuid: uuid, start: handle, end: end))
+                last = end
+            }
+            return last
         }
     }
 
     /// Read By Type for characteristic declarations within the service's range.
     public func discoverCharacteristics(of service: GATTService, _ completion: @escaping (Result<[GATTCharacteristic], GATTError>) -> Void) {
-        discoverCharacteristics(from: service.start, to: service.end, found: []) { result in
+        let done: (Result<[GATTCharacteristic], GATTError>) -> Void = { result in
             completion(result.map { list in
                 // Each characteristic ends where the next declaration begins, or at the service end.
                 var list = list
@@ -182,42 +168,29 @@ public final class GATTClient {
                 return list
             })
         }
-    }
-
-    private func discoverCharacteristics(from start: UInt16, to end: UInt16, found: [GATTCharacteristic],
-                                         _ completion: @escaping (Result<[GATTCharacteristic], GATTError>) -> Void) {
-        guard start <= end else { return completion(.success(found)) }
-        writer.readByType(start: start, end: end, type: GATTClient.characteristicDeclaration)
-        bearer.request(writer.bytes) { [self] result, bytes in
-            switch result {
-            case .failure(.error(.attributeNotFound, _)):
-                completion(.success(found))
-            case .failure(let e):
-                completion(.failure(.att(e)))
-            case .success(let pdu):
-                guard case .readByTypeResponse(let length) = pdu, length == 7 || length == 21 else {
-                    return completion(.failure(.protocolViolation("bad characteristic response \(pdu)")))
-                }
-                var found = found
-                let list = ATTList(pdu, in: bytes)
-                var last = start
-                for i in 0..<list.count {
-                    let at = list.start(i)
-                    let declaration = UInt16.load(from: bytes, at: at)
-                    let properties = CharacteristicProperties(rawValue: UInt8.load(from: bytes, at: at + 2))
-                    let value = UInt16.load(from: bytes, at: at + 3)
-                    guard declaration >= start, declaration <= end, value > declaration, value <= end,
-                          declaration > (found.last?.declaration ?? 0),
-                          let uuid = try? GATTUUID.load(from: bytes.extracting((at + 5)..<(at + length))) else {
-                        return completion(.failure(.protocolViolation("bad characteristic declaration")))
-                    }
-                    found.append(GATTCharacteristic(uuid: uuid, declaration: declaration, valueHandle: value,
-                                                    properties: properties, end: end))
-                    last = declaration
-                }
-                if last >= end { return completion(.success(found)) }
-                discoverCharacteristics(from: last + 1, to: end, found: found, completion)
+        page(from: service.start, to: service.end, found: [], done, request: { writer, start, end in
+            writer.readByType(start: start, end: end, type: GATTClient.characteristicDeclaration)
+        }) { pdu, bytes, start, found throws(GATTError) in
+            guard case .readByTypeResponse(let length) = pdu, length == 7 || length == 21 else {
+                throw .protocolViolation("bad characteristic response \(pdu)")
             }
+            let list = ATTList(pdu, in: bytes)
+            var last = start
+            for i in 0..<list.count {
+                let at = list.start(i)
+                let declaration = UInt16.load(from: bytes, at: at)
+                let properties = CharacteristicProperties(rawValue: UInt8.load(from: bytes, at: at + 2))
+                let value = UInt16.load(from: bytes, at: at + 3)
+                guard declaration >= start, declaration <= service.end, value > declaration, value <= service.end,
+                      declaration > (found.last?.declaration ?? 0),
+                      let uuid = try? GATTUUID.load(from: bytes.extracting((at + 5)..<(at + length))) else {
+                    throw .protocolViolation("bad characteristic declaration")
+                }
+                found.append(GATTCharacteristic(uuid: uuid, declaration: declaration, valueHandle: value,
+                                                properties: properties, end: service.end))
+                last = declaration
+            }
+            return last
         }
     }
 
@@ -244,13 +217,37 @@ public final class GATTClient {
     /// Find Information over a handle range.
     public func discoverDescriptors(from start: UInt16, to end: UInt16,
                                     _ completion: @escaping (Result<[(handle: UInt16, uuid: GATTUUID)], GATTError>) -> Void) {
-        findInformation(from: start, to: end, found: [], completion)
+        page(from: start, to: end, found: [], completion, request: { writer, start, end in
+            writer.findInformation(start: start, end: end)
+        }) { pdu, bytes, start, found throws(GATTError) in
+            guard case .findInformationResponse(let uuidLength) = pdu else {
+                throw .protocolViolation("bad find information response \(pdu)")
+            }
+            let list = ATTList(pdu, in: bytes)
+            var last = start
+            for i in 0..<list.count {
+                let at = list.start(i)
+                let handle = UInt16.load(from: bytes, at: at)
+                guard handle >= start, handle <= end, handle >= last,
+                      let uuid = try? GATTUUID.load(from: bytes.extracting((at + 2)..<(at + 2 + uuidLength))) else {
+                    throw .protocolViolation("descriptor handles out of range")
+                }
+                found.append((handle, uuid))
+                last = handle
+            }
+            return last
+        }
     }
 
-    private func findInformation(from start: UInt16, to end: UInt16, found: [(handle: UInt16, uuid: GATTUUID)],
-                                 _ completion: @escaping (Result<[(handle: UInt16, uuid: GATTUUID)], GATTError>) -> Void) {
-        guard start <= end, start != 0 else { return completion(.success(found)) }
-        writer.findInformation(start: start, end: end)
+    /// The discovery procedures' common shape: a list request over [start, end], continued after
+    /// the last handle of each response until the range is exhausted or the server answers
+    /// "attribute not found". `parse` appends what one response lists and returns its last handle.
+    private func page<T>(from start: UInt16, to end: UInt16, found: [T],
+                         _ completion: @escaping (Result<[T], GATTError>) -> Void,
+                         request: @escaping (inout ATTWriter, UInt16, UInt16) -> Void,
+                         parse: @escaping (ATTPDU, borrowing RawSpan, UInt16, inout [T]) throws(GATTError) -> UInt16) {
+        guard start != 0, start <= end else { return completion(.success(found)) }
+        request(&writer, start, end)
         bearer.request(writer.bytes) { [self] result, bytes in
             switch result {
             case .failure(.error(.attributeNotFound, _)):
@@ -258,24 +255,15 @@ public final class GATTClient {
             case .failure(let e):
                 completion(.failure(.att(e)))
             case .success(let pdu):
-                guard case .findInformationResponse(let uuidLength) = pdu else {
-                    return completion(.failure(.protocolViolation("bad find information response \(pdu)")))
-                }
                 var found = found
-                let list = ATTList(pdu, in: bytes)
-                var last = start
-                for i in 0..<list.count {
-                    let at = list.start(i)
-                    let handle = UInt16.load(from: bytes, at: at)
-                    guard handle >= start, handle <= end, handle >= last,
-                          let uuid = try? GATTUUID.load(from: bytes.extracting((at + 2)..<(at + 2 + uuidLength))) else {
-                        return completion(.failure(.protocolViolation("descriptor handles out of range")))
-                    }
-                    found.append((handle, uuid))
-                    last = handle
+                let last: UInt16
+                do throws(GATTError) {
+                    last = try parse(pdu, bytes, start, &found)
+                } catch {
+                    return completion(.failure(error))
                 }
                 if last >= end { return completion(.success(found)) }
-                findInformation(from: last + 1, to: end, found: found, completion)
+                page(from: last + 1, to: end, found: found, completion, request: request, parse: parse)
             }
         }
     }
