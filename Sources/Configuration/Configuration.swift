@@ -1,1 +1,0 @@
-// /etc/collectord.conf: see the configuration helper task.

@@ -1,0 +1,119 @@
+// The validated configuration of the daemon, as the rest of collectord consumes it. Every field has
+// the default the shipped etc/collectord.conf documents; `DaemonConfiguration()` is a configuration
+// with no file at all.
+
+import Acquisition
+import Profiles
+
+public struct DaemonConfiguration: Sendable, Equatable {
+    /// The HCI controller, "hci0".
+    public var adapter: String = "hci0"
+    public var logLevel: LogLevel = .info
+    /// How often counters are logged and published; 0 = never.
+    public var statsIntervalSeconds: Int = 60
+    public var mqtt = MQTT()
+    /// Reconnection of each tag.
+    public var reconnect = Backoff(base: .milliseconds(1000), cap: .milliseconds(60000), maxAttempts: 10)
+    public var spool = Spool()
+    public var homeAssistant = HomeAssistant()
+    /// In the order of the file.
+    public var tags: [TagConfiguration] = []
+
+    public init() {}
+
+    /// "collectord-" + the host name.
+    public static var defaultClientID: String { "collectord-" + (hostName() ?? "localhost") }
+
+    // MARK: MQTT
+
+    public struct MQTT: Sendable, Equatable {
+        /// Tried in order.
+        public var brokers: [Broker] = [Broker(host: "localhost", port: Broker.defaultPort)]
+        public var clientID: String = DaemonConfiguration.defaultClientID
+        public var keepaliveSeconds: Int = 30
+        public var qos: QoS = .atLeastOnce
+        public var retain: Bool = false
+        public var cleanSession: Bool = true
+        public var username: String?
+        /// Where the password came from (for the summary).
+        public var passwordFile: String?
+        /// The first line of `passwordFile`, read when the configuration was validated.
+        public var password: Secret?
+        /// Every topic starts with it: "collectord/<tag>/<sensor>".
+        public var topicPrefix: String = "collectord"
+        public var maxInflight: Int = 100
+        public var tls = TLS()
+
+        public init() {}
+    }
+
+    public enum QoS: Int, Sendable, Hashable, CaseIterable {
+        case atMostOnce = 0, atLeastOnce = 1, exactlyOnce = 2
+    }
+
+    public struct TLS: Sendable, Equatable {
+        public var enabled: Bool = false
+        /// nil: the system's CA store.
+        public var caFile: String?
+        /// A client certificate and its key: both or neither.
+        public var certFile: String?
+        public var keyFile: String?
+        /// Verify the broker's certificate and host name.
+        public var verify: Bool = true
+
+        public init() {}
+    }
+
+    /// An MQTT broker: "host", "host:port", "[v6]:port".
+    public struct Broker: Sendable, Hashable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+
+        public static let defaultPort = 1883
+        public static let defaultTLSPort = 8883
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        /// "host:1883", "[::1]:1883".
+        public var description: String {
+            host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        }
+    }
+
+    // MARK: Spool and Home Assistant
+
+    public struct Spool: Sendable, Equatable {
+        /// Readings wait here while no broker is reachable.
+        public var path: String = "/var/lib/collectord/spool"
+        public var maxMegabytes: Int = 64
+
+        public var maxBytes: Int { maxMegabytes * 1024 * 1024 }
+
+        public init() {}
+    }
+
+    public struct HomeAssistant: Sendable, Equatable {
+        /// Publish MQTT discovery messages for every tag and sensor.
+        public var discovery: Bool = true
+        public var prefix: String = "homeassistant"
+
+        public init() {}
+    }
+}
+
+/// A secret read from a file. Printing, interpolating, dumping or reflecting it never shows the
+/// value: only `revealed` does, for the one place that hands it to the MQTT library.
+public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    private let value: String
+
+    public init(_ value: String) { self.value = value }
+
+    public var revealed: String { value }
+
+    public var description: String { "<redacted>" }
+    public var debugDescription: String { "Secret(<redacted>)" }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+}

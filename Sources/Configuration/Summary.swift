@@ -1,0 +1,133 @@
+// What `collectord check-config` prints for a valid configuration, and what a SIGHUP reload changes.
+
+import Acquisition
+import Profiles
+
+extension DaemonConfiguration {
+    /// A human-readable account of the effective configuration, defaults included. Never contains
+    /// the MQTT password (only the file it was read from).
+    public func summary() -> String {
+        var lines: [String] = []
+        lines.append("adapter: \(adapter)")
+        lines.append("log level: \(Schema.logLevels.first { $0.1 == logLevel }!.0)")
+        lines.append("statistics: " + (statsIntervalSeconds == 0 ? "off" : "every \(statsIntervalSeconds) s"))
+        lines.append("mqtt brokers: " + mqtt.brokers.map(\.description).joined(separator: ", "))
+        lines.append("mqtt client id: \(mqtt.clientID)")
+        lines.append("mqtt session: qos \(mqtt.qos.rawValue), retain \(onOff(mqtt.retain)), clean session \(onOff(mqtt.cleanSession)), "
+                     + "keepalive \(mqtt.keepaliveSeconds) s, max inflight \(mqtt.maxInflight)")
+        var auth = "mqtt login: "
+        if let user = mqtt.username {
+            auth += "user \(quoted(user))"
+            auth += mqtt.passwordFile.map { ", password from \($0)" } ?? ", no password"
+        } else {
+            auth += "anonymous"
+        }
+        lines.append(auth)
+        if mqtt.tls.enabled {
+            var tls = "mqtt TLS: on, CA " + (mqtt.tls.caFile ?? "system store")
+            if let cert = mqtt.tls.certFile, let key = mqtt.tls.keyFile { tls += ", client certificate \(cert) (key \(key))" }
+            tls += mqtt.tls.verify ? ", verify on" : ", verify OFF (the broker's certificate is not checked)"
+            lines.append(tls)
+        } else {
+            lines.append("mqtt TLS: off")
+        }
+        lines.append("topic prefix: \(mqtt.topicPrefix)")
+        lines.append("reconnect: \(reconnect.base.milliseconds) ms doubling to \(reconnect.cap.milliseconds) ms, "
+                     + "waiting for an advertisement after \(reconnect.maxAttempts) failed attempts")
+        lines.append("spool: \(spool.path) (at most \(spool.maxMegabytes) MB)")
+        lines.append("home assistant discovery: " + (homeAssistant.discovery ? "on (prefix \(homeAssistant.prefix))" : "off"))
+        if tags.isEmpty {
+            lines.append("no tags configured")
+        } else {
+            lines.append("tags: \(tags.count)")
+            let width = tags.map(\.name.count).max() ?? 0
+            for tag in tags {
+                lines.append("  " + tag.name + String(repeating: " ", count: width - tag.name.count) + "  " + tagSummary(tag))
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private func onOff(_ b: Bool) -> String { b ? "on" : "off" }
+
+    private func tagSummary(_ tag: TagConfiguration) -> String {
+        var s = (tag.model?.rawValue ?? "auto") + "  " + tag.address.description
+        if tag.address.kind == .random { s += " (random)" }
+        let sensors = tag.sensors.map { c -> String in
+            var text = c.sensor.rawValue
+            if let ms = c.periodMilliseconds ?? Schema.defaultPeriod(c.sensor, model: tag.model) {
+                text += " \(ms) ms"
+            }
+            switch c.sensor {
+            case .movement: text += " ±\(c.movementRange.g) g"
+            case .accelerometer: text += " ±\(c.cc2541AccelerometerRange.rawValue.dropLast()) g"
+            default: break
+            }
+            return text
+        }
+        s += "  " + (sensors.isEmpty ? "no sensors" : sensors.joined(separator: ", "))
+        if tag.tmp006S0 != CC2541.IRTemperature.defaultS0 { s += "  tmp006_s0 \(tag.tmp006S0)" }
+        if tag.magnetometerScale != CC2650.Movement.defaultMagnetometerScale { s += "  magnetometer_scale \(tag.magnetometerScale)" }
+        return s
+    }
+}
+
+// MARK: - Reload
+
+/// What changed between two configurations. Tags are matched by name, the MQTT topic level: a tag
+/// that keeps its name but changes anything (address, model, a sensor, a constant) is `changed`;
+/// a renamed tag is one removed and one added.
+public struct ConfigurationDiff: Sendable, Equatable {
+    public struct Change: Sendable, Equatable {
+        public var old: TagConfiguration
+        public var new: TagConfiguration
+    }
+
+    /// In the new file's order.
+    public var added: [TagConfiguration] = []
+    /// In the old file's order.
+    public var removed: [TagConfiguration] = []
+    /// In the new file's order.
+    public var changed: [Change] = []
+    public var unchanged: [TagConfiguration] = []
+    /// Any [mqtt] or [mqtt.tls] setting, the password included: the connection must be remade.
+    public var mqttChanged = false
+    public var adapterChanged = false
+    public var reconnectChanged = false
+    public var spoolChanged = false
+    public var homeAssistantChanged = false
+    public var logLevelChanged = false
+    public var statsIntervalChanged = false
+
+    /// Nothing to do.
+    public var isEmpty: Bool {
+        added.isEmpty && removed.isEmpty && changed.isEmpty && !mqttChanged && !adapterChanged && !reconnectChanged
+            && !spoolChanged && !homeAssistantChanged && !logLevelChanged && !statsIntervalChanged
+    }
+}
+
+extension DaemonConfiguration {
+    /// What a reload from `old` to `new` has to do.
+    public static func diff(old: DaemonConfiguration, new: DaemonConfiguration) -> ConfigurationDiff {
+        var d = ConfigurationDiff()
+        var oldByName: [String: TagConfiguration] = [:]
+        for tag in old.tags { oldByName[tag.name] = tag }
+        let newNames = Set(new.tags.map(\.name))
+        for tag in new.tags {
+            if let before = oldByName[tag.name] {
+                if before == tag { d.unchanged.append(tag) } else { d.changed.append(.init(old: before, new: tag)) }
+            } else {
+                d.added.append(tag)
+            }
+        }
+        d.removed = old.tags.filter { !newNames.contains($0.name) }
+        d.mqttChanged = old.mqtt != new.mqtt
+        d.adapterChanged = old.adapter != new.adapter
+        d.reconnectChanged = old.reconnect != new.reconnect
+        d.spoolChanged = old.spool != new.spool
+        d.homeAssistantChanged = old.homeAssistant != new.homeAssistant
+        d.logLevelChanged = old.logLevel != new.logLevel
+        d.statsIntervalChanged = old.statsIntervalSeconds != new.statsIntervalSeconds
+        return d
+    }
+}

@@ -1,0 +1,68 @@
+// The little the configuration needs from the operating system, through Glibc (no Foundation):
+// reading files with the OS's reason on failure, and the host name.
+
+import Glibc
+
+enum SystemFile {
+    /// The whole file, or why it cannot be read ("No such file or directory", "is a directory").
+    static func read(_ path: String, limit: Int = 1 << 20) -> Result<[UInt8], FileProblem> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(.os(errno)) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return .failure(.os(errno)) }
+        if st.st_mode & S_IFMT == S_IFDIR { return .failure(.isDirectory) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16384)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                return .failure(.os(errno))
+            }
+            if n == 0 { return .success(out) }
+            out.append(contentsOf: buffer[0..<n])
+            if out.count > limit { return .failure(.tooLarge(limit)) }
+        }
+    }
+
+    /// nil when `path` is a file this process can open for reading.
+    static func readableProblem(_ path: String) -> FileProblem? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .os(errno) }
+        defer { close(fd) }
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return .os(errno) }
+        if st.st_mode & S_IFMT == S_IFDIR { return .isDirectory }
+        return nil
+    }
+
+    /// `relative` resolved against the directory of `file`; absolute paths are returned as given.
+    static func resolve(_ relative: String, nextTo file: String) -> String {
+        if relative.hasPrefix("/") { return relative }
+        guard let slash = file.lastIndex(of: "/") else { return relative }
+        return String(file[...slash]) + relative
+    }
+}
+
+enum FileProblem: Error, Equatable, CustomStringConvertible {
+    case os(Int32)
+    case isDirectory
+    case tooLarge(Int)
+
+    var description: String {
+        switch self {
+        case .os(let code): return String(cString: strerror(code))
+        case .isDirectory: return "is a directory"
+        case .tooLarge(let limit): return "larger than \(limit / 1024) KiB"
+        }
+    }
+}
+
+/// This machine's host name as gethostname(2) gives it, or nil.
+func hostName() -> String? {
+    var buffer = [CChar](repeating: 0, count: 256)
+    guard gethostname(&buffer, buffer.count - 1) == 0 else { return nil }
+    let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return name.isEmpty ? nil : name
+}

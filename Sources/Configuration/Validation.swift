@@ -1,0 +1,636 @@
+// The schema of /etc/collectord.conf and its validation. Validation goes through the whole file
+// and reports every problem, each on its own line with the line it is on; a configuration is only
+// produced when there are none.
+
+import Acquisition
+import Profiles
+
+extension DaemonConfiguration {
+    /// Reads and validates a configuration file. Relative paths inside it (password and TLS files,
+    /// the spool) are taken relative to the file's directory.
+    public static func load(path: String) -> Result<DaemonConfiguration, ConfigurationErrors> {
+        switch SystemFile.read(path) {
+        case .failure(let problem):
+            return .failure(ConfigurationErrors([ConfigurationError(path: path, line: nil, message: "cannot read the configuration: \(problem)")]))
+        case .success(let bytes):
+            return validate(TOML.parse(utf8: bytes), path: path)
+        }
+    }
+
+    /// Validates configuration text as if it had been read from `path` (which names the file in
+    /// errors and anchors relative paths).
+    public static func parse(text: String, path: String) -> Result<DaemonConfiguration, ConfigurationErrors> {
+        validate(TOML.parse(text), path: path)
+    }
+
+    static func validate(_ document: TOMLDocument, path: String) -> Result<DaemonConfiguration, ConfigurationErrors> {
+        var validator = Validator(path: path)
+        for e in document.errors {
+            validator.errors.append(ConfigurationError(path: path, line: e.line, message: e.message))
+        }
+        // After a syntax error the tree is incomplete: checking it would report keys as missing
+        // that are only unread.
+        let configuration = document.isComplete ? validator.configuration(document.root) : DaemonConfiguration()
+        guard validator.errors.isEmpty else {
+            let ordered = validator.errors.enumerated().sorted {
+                ($0.element.line ?? 0, $0.offset) < ($1.element.line ?? 0, $1.offset)
+            }.map(\.element)
+            return .failure(ConfigurationErrors(ordered))
+        }
+        return .success(configuration)
+    }
+}
+
+// MARK: - Schema
+
+enum Schema {
+    static let top = ["adapter", "log_level", "stats_interval_s", "mqtt", "reconnect", "spool", "homeassistant", "tag"]
+    static let mqtt = ["brokers", "client_id", "keepalive_s", "qos", "retain", "clean_session", "username",
+                       "password_file", "topic_prefix", "max_inflight", "tls"]
+    static let tls = ["enabled", "ca_file", "cert_file", "key_file", "verify"]
+    static let reconnect = ["base_ms", "cap_ms", "max_attempts"]
+    static let spool = ["path", "max_mb"]
+    static let homeAssistant = ["discovery", "prefix"]
+    static let tag = ["name", "address", "address_type", "model", "tmp006_s0", "magnetometer_scale", "sensors"]
+    static let sensor = ["enabled", "period_ms", "range"]
+
+    static let logLevels: [(String, LogLevel)] = [("error", .error), ("warning", .warning), ("notice", .notice),
+                                                   ("info", .info), ("debug", .debug)]
+    static let models: [(String, Model?)] = [("auto", nil), ("cc2541", .cc2541), ("cc2650", .cc2650), ("cc1350", .cc1350)]
+    static let addressTypes: [(String, BluetoothAddress.Kind)] = [("public", .public), ("random", .random)]
+    static let movementRanges: [(String, CC2650.AccelerometerRange)] = [("2g", .g2), ("4g", .g4), ("8g", .g8), ("16g", .g16)]
+    static let cc2541Ranges: [(String, CC2541.AccelerometerRange)] = [("2g", .g2), ("4g", .g4), ("8g", .g8)]
+
+    /// Sensors that send notifications on some model: what a [tag.sensors.<name>] table may name.
+    static let streamingSensors: [Sensor] = Sensor.allCases.filter { sensor in
+        Model.allCases.contains { SensorProfile.lookup($0, sensor)?.notifies == true }
+    }
+
+    /// The streaming sensors of a model, or of either model when it is not pinned.
+    static func streamingSensors(of model: Model?) -> [Sensor] {
+        guard let model else { return streamingSensors }
+        return streamingSensors.filter { SensorProfile.lookup(model, $0)?.notifies == true }
+    }
+
+    /// The period limits for `sensor` on `model`; when the model is not pinned, the stricter of both
+    /// generations' limits. nil when the sensor has no period (keys, battery).
+    static func periodLimits(_ sensor: Sensor, model: Model?) -> (minimum: Int, maximum: Int)? {
+        let models = model.map { [$0] } ?? [.cc2541, .cc2650]
+        let limits = models.compactMap { SensorProfile.lookup($0, sensor)?.periodLimits }
+        guard !limits.isEmpty else { return nil }
+        return (limits.map(\.minimum).max()!, limits.map(\.maximum).min()!)
+    }
+
+    /// The firmware's period when none is configured (for the summary).
+    static func defaultPeriod(_ sensor: Sensor, model: Model?) -> Int? {
+        let models = model.map { [$0] } ?? [.cc2650, .cc2541]
+        return models.lazy.compactMap { SensorProfile.lookup($0, sensor)?.periodLimits?.defaultValue }.first
+    }
+
+    static let tagNameHelp = "letters, digits, '_' and '-'"
+}
+
+// MARK: - Validator
+
+/// Where a value sits, for messages: `tag "kitchen": sensors.temperature.period_ms …`.
+struct Scope {
+    /// The section or tag: "mqtt", `tag "kitchen"`; nil at the top level.
+    var context: String?
+    /// Prepended to key names: "sensors.temperature.".
+    var prefix: String = ""
+
+    /// The context for problems with the keys of this table itself.
+    var tableContext: String? {
+        guard !prefix.isEmpty else { return context }
+        let table = String(prefix.dropLast())
+        return context.map { "\($0): \(table)" } ?? table
+    }
+}
+
+enum Expected {
+    case string, integer, number, boolean, array, table
+
+    var name: String {
+        switch self {
+        case .string: return "a string"
+        case .integer: return "an integer"
+        case .number: return "a number"
+        case .boolean: return "true or false"
+        case .array: return "an array"
+        case .table: return "a table"
+        }
+    }
+
+    func accepts(_ v: TOMLValue) -> Bool {
+        switch self {
+        case .string: return v.string != nil
+        case .integer: return v.integer != nil
+        case .number: return v.number != nil
+        case .boolean: return v.boolean != nil
+        case .array: return v.array != nil
+        case .table: return v.table != nil
+        }
+    }
+}
+
+struct Validator {
+    let path: String
+    var errors: [ConfigurationError] = []
+
+    init(path: String) { self.path = path }
+
+    mutating func report(_ line: Int?, _ context: String?, _ message: String) {
+        errors.append(ConfigurationError(path: path, line: line, message: context.map { "\($0): \(message)" } ?? message))
+    }
+
+    // MARK: Generic checks
+
+    mutating func checkKeys(_ table: TOMLTable, allowed: [String], _ scope: Scope) {
+        for entry in table.entries where !allowed.contains(entry.key) {
+            let kind = entry.value.table != nil ? "table" : "key"
+            var message = "unknown \(kind) \(quoted(entry.key))"
+            if let s = suggestion(for: entry.key, among: allowed) { message += " (did you mean \(quoted(s))?)" }
+            report(entry.value.line, scope.tableContext, message)
+        }
+    }
+
+    /// The value of `key` if present and of the expected type; a type mismatch is reported.
+    mutating func value(_ table: TOMLTable, _ key: String, _ expected: Expected, _ scope: Scope) -> TOMLValue? {
+        guard let v = table[key] else { return nil }
+        guard expected.accepts(v) else {
+            report(v.line, scope.context, "\(scope.prefix)\(key) must be \(expected.name) (got \(v.typeAndValue))")
+            return nil
+        }
+        return v
+    }
+
+    mutating func string(_ table: TOMLTable, _ key: String, _ scope: Scope) -> (value: String, line: Int)? {
+        value(table, key, .string, scope).map { ($0.string!, $0.line) }
+    }
+
+    mutating func bool(_ table: TOMLTable, _ key: String, _ scope: Scope, default d: Bool) -> Bool {
+        value(table, key, .boolean, scope)?.boolean ?? d
+    }
+
+    mutating func integer(_ table: TOMLTable, _ key: String, _ scope: Scope, in range: ClosedRange<Int>, default d: Int) -> Int {
+        guard let v = value(table, key, .integer, scope), let i = v.integer else { return d }
+        guard range.contains(i) else {
+            report(v.line, scope.context, "\(scope.prefix)\(key) must be \(range.lowerBound)..\(range.upperBound) (got \(i))")
+            return d
+        }
+        return i
+    }
+
+    mutating func positiveNumber(_ table: TOMLTable, _ key: String, _ scope: Scope, default d: Double) -> Double {
+        guard let v = value(table, key, .number, scope), let x = v.number else { return d }
+        guard x.isFinite && x > 0 else {
+            report(v.line, scope.context, "\(scope.prefix)\(key) must be a positive number (got \(v.tomlLiteral))")
+            return d
+        }
+        return x
+    }
+
+    /// One of a fixed set of strings.
+    mutating func choice<T>(_ table: TOMLTable, _ key: String, _ scope: Scope, _ options: [(String, T)]) -> T? {
+        guard let (s, line) = string(table, key, scope) else { return nil }
+        if let match = options.first(where: { $0.0 == s }) { return match.1 }
+        let names = options.map(\.0)
+        var got = "got \(quoted(s))"
+        if let near = suggestion(for: s, among: names) { got += "; did you mean \(quoted(near))?" }
+        report(line, scope.context, "\(scope.prefix)\(key) must be one of \(names.joined(separator: ", ")) (\(got))")
+        return nil
+    }
+
+    /// A table-valued key; present but not a table is reported.
+    mutating func table(_ table: TOMLTable, _ key: String, _ scope: Scope) -> TOMLTable? {
+        value(table, key, .table, scope)?.table
+    }
+
+    /// A path to a file that must be readable now; relative paths are taken next to the configuration.
+    mutating func readableFile(_ table: TOMLTable, _ key: String, _ scope: Scope, emptyMeansNone: Bool = false) -> (path: String, line: Int)? {
+        guard let (raw, line) = string(table, key, scope) else { return nil }
+        if raw.isEmpty {
+            if !emptyMeansNone { report(line, scope.context, "\(scope.prefix)\(key) must not be empty") }
+            return nil
+        }
+        let resolved = SystemFile.resolve(raw, nextTo: path)
+        if let problem = SystemFile.readableProblem(resolved) {
+            report(line, scope.context, "\(scope.prefix)\(key) \(quoted(resolved)) cannot be read: \(problem)")
+            return nil
+        }
+        return (resolved, line)
+    }
+
+    /// Why `topic` cannot start MQTT topics, or nil.
+    func topicProblem(_ topic: String) -> String? {
+        if topic.isEmpty { return "must not be empty" }
+        if topic.contains("+") || topic.contains("#") { return "must not contain the MQTT wildcards '+' and '#'" }
+        if topic.hasPrefix("/") || topic.hasSuffix("/") { return "must not start or end with '/'" }
+        if topic.hasPrefix("$") { return "must not start with '$' (reserved for the broker)" }
+        if topic.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "must not contain control characters" }
+        return nil
+    }
+
+    mutating func topic(_ table: TOMLTable, _ key: String, _ scope: Scope, default d: String) -> String {
+        guard let (s, line) = string(table, key, scope) else { return d }
+        if let problem = topicProblem(s) {
+            report(line, scope.context, "\(scope.prefix)\(key) \(problem) (got \(quoted(s)))")
+            return d
+        }
+        return s
+    }
+
+    // MARK: The file
+
+    mutating func configuration(_ root: TOMLTable) -> DaemonConfiguration {
+        var c = DaemonConfiguration()
+        let top = Scope(context: nil)
+        checkKeys(root, allowed: Schema.top, top)
+
+        if let (adapter, line) = string(root, "adapter", top) {
+            if isAdapterName(adapter) {
+                c.adapter = adapter
+            } else {
+                report(line, nil, "adapter must name a controller like \"hci0\" (got \(quoted(adapter)))")
+            }
+        }
+        c.logLevel = choice(root, "log_level", top, Schema.logLevels) ?? c.logLevel
+        c.statsIntervalSeconds = integer(root, "stats_interval_s", top, in: 0...86400, default: c.statsIntervalSeconds)
+        c.mqtt = mqtt(table(root, "mqtt", top) ?? TOMLTable())
+        if let t = table(root, "reconnect", top) { c.reconnect = reconnect(t, default: c.reconnect) }
+        if let t = table(root, "spool", top) { c.spool = spool(t) }
+        if let t = table(root, "homeassistant", top) { c.homeAssistant = homeAssistant(t) }
+        c.tags = tags(root)
+        return c
+    }
+
+    func isAdapterName(_ s: String) -> Bool {
+        guard s.hasPrefix("hci") else { return false }
+        let digits = s.dropFirst(3)
+        return !digits.isEmpty && digits.count <= 4 && digits.allSatisfy { $0.isASCII && $0.isNumber }
+    }
+
+    // MARK: [mqtt]
+
+    mutating func mqtt(_ t: TOMLTable) -> DaemonConfiguration.MQTT {
+        var m = DaemonConfiguration.MQTT()
+        let scope = Scope(context: "mqtt")
+        checkKeys(t, allowed: Schema.mqtt, scope)
+
+        m.tls = tls(table(t, "tls", scope) ?? TOMLTable())
+        let defaultPort = m.tls.enabled ? DaemonConfiguration.Broker.defaultTLSPort : DaemonConfiguration.Broker.defaultPort
+        m.brokers = [DaemonConfiguration.Broker(host: "localhost", port: defaultPort)]
+        if let v = value(t, "brokers", .array, scope), let items = v.array {
+            if items.isEmpty {
+                report(v.line, scope.context, "brokers must list at least one broker")
+            } else {
+                var brokers: [DaemonConfiguration.Broker] = []
+                var seen: [DaemonConfiguration.Broker: Int] = [:]
+                for item in items {
+                    guard let s = item.string else {
+                        report(item.line, scope.context, "brokers must be strings like \"host:1883\" (got \(item.typeAndValue))")
+                        continue
+                    }
+                    switch parseBroker(s, defaultPort: defaultPort) {
+                    case .failure(let problem):
+                        report(item.line, scope.context, "broker \(quoted(s)): \(problem)")
+                    case .success(let broker):
+                        if let first = seen[broker] {
+                            report(item.line, scope.context, "broker \(quoted(s)) is listed twice (first at line \(first))")
+                        } else {
+                            seen[broker] = item.line
+                            brokers.append(broker)
+                        }
+                    }
+                }
+                if !brokers.isEmpty { m.brokers = brokers }
+            }
+        }
+
+        if let (id, line) = string(t, "client_id", scope) {
+            if id.isEmpty {
+                report(line, scope.context, "client_id must not be empty")
+            } else if id.utf8.count > 65535 {
+                report(line, scope.context, "client_id must be at most 65535 bytes long")
+            } else {
+                m.clientID = id
+            }
+        }
+        m.keepaliveSeconds = integer(t, "keepalive_s", scope, in: 5...3600, default: m.keepaliveSeconds)
+        if let v = value(t, "qos", .integer, scope), let q = v.integer {
+            if let qos = DaemonConfiguration.QoS(rawValue: q) {
+                m.qos = qos
+            } else {
+                report(v.line, scope.context, "qos must be 0, 1 or 2 (got \(q))")
+            }
+        }
+        m.retain = bool(t, "retain", scope, default: m.retain)
+        m.cleanSession = bool(t, "clean_session", scope, default: m.cleanSession)
+        var usernameGiven = false
+        if let (user, line) = string(t, "username", scope) {
+            usernameGiven = true
+            if user.isEmpty {
+                report(line, scope.context, "username must not be empty (remove it to connect without one)")
+            } else {
+                m.username = user
+            }
+        }
+        if let (raw, line) = string(t, "password_file", scope) {
+            if raw.isEmpty {
+                report(line, scope.context, "password_file must not be empty")
+            } else {
+                let file = SystemFile.resolve(raw, nextTo: path)
+                switch SystemFile.read(file, limit: 65536) {
+                case .failure(let problem):
+                    report(line, scope.context, "password_file \(quoted(file)) cannot be read: \(problem)")
+                case .success(let bytes):
+                    var first = bytes.prefix { $0 != 0x0A }
+                    if first.last == 0x0D { first = first.dropLast() }
+                    if first.isEmpty {
+                        report(line, scope.context, "password_file \(quoted(file)): the first line, the password, is empty")
+                    } else if let password = String(validating: first, as: UTF8.self) {
+                        m.passwordFile = file
+                        m.password = Secret(password)
+                    } else {
+                        report(line, scope.context, "password_file \(quoted(file)): the password is not valid UTF-8")
+                    }
+                }
+                if !usernameGiven {
+                    report(line, scope.context, "password_file needs a username (MQTT sends a password only with a user name)")
+                }
+            }
+        }
+        m.topicPrefix = topic(t, "topic_prefix", scope, default: m.topicPrefix)
+        m.maxInflight = integer(t, "max_inflight", scope, in: 1...65535, default: m.maxInflight)
+        return m
+    }
+
+    mutating func tls(_ t: TOMLTable) -> DaemonConfiguration.TLS {
+        var tls = DaemonConfiguration.TLS()
+        let scope = Scope(context: "mqtt.tls")
+        checkKeys(t, allowed: Schema.tls, scope)
+        tls.enabled = bool(t, "enabled", scope, default: tls.enabled)
+        tls.verify = bool(t, "verify", scope, default: tls.verify)
+        tls.caFile = readableFile(t, "ca_file", scope, emptyMeansNone: true)?.path
+        let cert = readableFile(t, "cert_file", scope)
+        let key = readableFile(t, "key_file", scope)
+        tls.certFile = cert?.path
+        tls.keyFile = key?.path
+        // Both or neither; a file that is given but unreadable has been reported already.
+        if let v = t["cert_file"], t["key_file"] == nil {
+            report(v.line, scope.context, "cert_file is set without key_file (give both or neither)")
+        } else if let v = t["key_file"], t["cert_file"] == nil {
+            report(v.line, scope.context, "key_file is set without cert_file (give both or neither)")
+        }
+        if !tls.enabled {
+            for key in ["ca_file", "cert_file", "key_file"] {
+                if let v = t[key], v.string != "" {
+                    report(v.line, scope.context, "\(key) is set but TLS is off: set enabled = true, or remove \(key)")
+                    break
+                }
+            }
+        }
+        return tls
+    }
+
+    // MARK: [reconnect], [spool], [homeassistant]
+
+    mutating func reconnect(_ t: TOMLTable, default d: Backoff) -> Backoff {
+        let scope = Scope(context: "reconnect")
+        checkKeys(t, allowed: Schema.reconnect, scope)
+        let base = integer(t, "base_ms", scope, in: 100...600_000, default: 1000)
+        var cap = integer(t, "cap_ms", scope, in: 100...86_400_000, default: 60000)
+        if cap < base {
+            if let v = t["cap_ms"] {
+                report(v.line, scope.context, "cap_ms must be at least base_ms, \(base) (got \(cap))")
+            } else {
+                cap = base  // only base_ms was raised above the default cap
+            }
+        }
+        let attempts = integer(t, "max_attempts", scope, in: 1...1000, default: d.maxAttempts)
+        return Backoff(base: .milliseconds(base), cap: .milliseconds(cap), maxAttempts: attempts)
+    }
+
+    mutating func spool(_ t: TOMLTable) -> DaemonConfiguration.Spool {
+        var s = DaemonConfiguration.Spool()
+        let scope = Scope(context: "spool")
+        checkKeys(t, allowed: Schema.spool, scope)
+        if let (p, line) = string(t, "path", scope) {
+            if p.isEmpty {
+                report(line, scope.context, "path must not be empty")
+            } else {
+                s.path = SystemFile.resolve(p, nextTo: path)
+            }
+        }
+        s.maxMegabytes = integer(t, "max_mb", scope, in: 1...10240, default: s.maxMegabytes)
+        return s
+    }
+
+    mutating func homeAssistant(_ t: TOMLTable) -> DaemonConfiguration.HomeAssistant {
+        var h = DaemonConfiguration.HomeAssistant()
+        let scope = Scope(context: "homeassistant")
+        checkKeys(t, allowed: Schema.homeAssistant, scope)
+        h.discovery = bool(t, "discovery", scope, default: h.discovery)
+        h.prefix = topic(t, "prefix", scope, default: h.prefix)
+        return h
+    }
+
+    // MARK: [[tag]]
+
+    mutating func tags(_ root: TOMLTable) -> [TagConfiguration] {
+        guard let v = root["tag"] else { return [] }
+        guard let items = v.array else {
+            report(v.line, nil, "tag must be an array of tables: start each tag with [[tag]] (got \(v.typeName))")
+            return []
+        }
+        var tags: [TagConfiguration] = []
+        var names: [String: Int] = [:]
+        var addresses: [(address: BluetoothAddress, name: String, line: Int)] = []
+        for (index, item) in items.enumerated() {
+            guard let t = item.table else {
+                report(item.line, nil, "tag must be an array of tables (element \(index + 1) is \(item.typeName))")
+                continue
+            }
+            if let tag = tag(t, index: index, names: &names, addresses: &addresses) { tags.append(tag) }
+        }
+        return tags
+    }
+
+    mutating func tag(_ t: TOMLTable, index: Int, names: inout [String: Int],
+                      addresses: inout [(address: BluetoothAddress, name: String, line: Int)]) -> TagConfiguration? {
+        let errorsBefore = errors.count
+        var scope = Scope(context: "tag #\(index + 1)")
+        if let s = t["name"]?.string, !s.isEmpty { scope.context = "tag \(quoted(s))" }
+        checkKeys(t, allowed: Schema.tag, scope)
+
+        var name: String?
+        if let (n, line) = string(t, "name", scope) {
+            if n.isEmpty {
+                report(line, scope.context, "name must not be empty")
+            } else if !n.utf8.allSatisfy(isTagNameByte) {
+                report(line, scope.context, "name must contain only \(Schema.tagNameHelp), since it is an MQTT topic level (got \(quoted(n)))")
+            } else if let first = names[n] {
+                report(line, scope.context, "name \(quoted(n)) is already used by the tag at line \(first)")
+            } else {
+                names[n] = line
+                name = n
+            }
+        } else if t["name"] == nil {
+            report(t.line, scope.context, "missing required key \"name\"")
+        }
+
+        let kind = choice(t, "address_type", scope, Schema.addressTypes) ?? .public
+        var address: BluetoothAddress?
+        if let (a, line) = string(t, "address", scope) {
+            if let parsed = BluetoothAddress(a, kind: kind) {
+                if let first = addresses.first(where: { $0.address.sameDevice(as: parsed) }) {
+                    report(line, scope.context, "address \(parsed) is already used by tag \(quoted(first.name)) (line \(first.line))")
+                } else {
+                    addresses.append((parsed, name ?? "#\(index + 1)", line))
+                    address = parsed
+                }
+            } else {
+                report(line, scope.context, "address must look like \"B0:B4:48:C9:4A:85\" (got \(quoted(a)))")
+            }
+        } else if t["address"] == nil {
+            report(t.line, scope.context, "missing required key \"address\"")
+        }
+
+        let model = choice(t, "model", scope, Schema.models) ?? nil
+        let s0 = positiveNumber(t, "tmp006_s0", scope, default: CC2541.IRTemperature.defaultS0)
+        let scale = positiveNumber(t, "magnetometer_scale", scope, default: CC2650.Movement.defaultMagnetometerScale)
+        let sensors = self.sensors(t, model: model, scope)
+
+        guard errors.count == errorsBefore, let name, let address else { return nil }
+        return TagConfiguration(name: name, address: address, model: model, sensors: sensors,
+                                tmp006S0: s0, magnetometerScale: scale)
+    }
+
+    func isTagNameByte(_ c: UInt8) -> Bool {
+        (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x5F || c == 0x2D
+    }
+
+    /// The sensors tables of a tag; without any, every streaming sensor of its model.
+    mutating func sensors(_ t: TOMLTable, model: Model?, _ tagScope: Scope) -> [SensorConfiguration] {
+        guard let v = t["sensors"] else {
+            return Schema.streamingSensors(of: model).map { SensorConfiguration($0) }
+        }
+        guard let table = v.table else {
+            report(v.line, tagScope.context, "sensors must be a table: write [tag.sensors.<sensor>] tables (got \(v.typeAndValue))")
+            return []
+        }
+        var configured: [SensorConfiguration] = []
+        var invalid = 0
+        let names = Schema.streamingSensors.map(\.rawValue)
+        for entry in table.entries {
+            let errorsBefore = errors.count
+            defer { if errors.count > errorsBefore { invalid += 1 } }
+            let scope = Scope(context: tagScope.context, prefix: "sensors.\(keyLiteral(entry.key)).")
+            guard let sensor = Sensor(rawValue: entry.key), Schema.streamingSensors.contains(sensor) else {
+                var message: String
+                if Sensor(rawValue: entry.key) != nil {
+                    message = "sensors.\(entry.key): \(entry.key) cannot be streamed (streaming sensors: \(names.joined(separator: ", ")))"
+                } else {
+                    message = "unknown sensor \(quoted(entry.key))"
+                    if let s = suggestion(for: entry.key, among: names) { message += " (did you mean \(quoted(s))?)" }
+                    else { message += " (sensors: \(names.joined(separator: ", ")))" }
+                }
+                report(entry.value.line, tagScope.context, message)
+                continue
+            }
+            if let model, SensorProfile.lookup(model, sensor) == nil {
+                report(entry.value.line, tagScope.context, "sensors.\(sensor): a \(model) has no \(sensor) sensor")
+                continue
+            }
+            guard let s = entry.value.table else {
+                report(entry.value.line, tagScope.context, "sensors.\(sensor) must be a table (got \(entry.value.typeAndValue))")
+                continue
+            }
+            checkKeys(s, allowed: Schema.sensor, scope)
+            let enabled = bool(s, "enabled", scope, default: true)
+            var config = SensorConfiguration(sensor)
+            if let p = value(s, "period_ms", .integer, scope), let ms = p.integer {
+                if let limits = Schema.periodLimits(sensor, model: model) {
+                    if ms < limits.minimum || ms > limits.maximum {
+                        report(p.line, scope.context, "\(scope.prefix)period_ms must be \(limits.minimum)..\(limits.maximum) (got \(ms))")
+                    } else if ms % 10 != 0 {
+                        report(p.line, scope.context, "\(scope.prefix)period_ms must be a multiple of 10 (got \(ms))")
+                    } else {
+                        config.periodMilliseconds = ms
+                    }
+                } else {
+                    report(p.line, scope.context, "\(scope.prefix)period_ms: \(sensor) has no period (it notifies on change)")
+                }
+            }
+            if let r = s["range"] {
+                switch sensor {
+                case .movement:
+                    if let range = choice(s, "range", scope, Schema.movementRanges) { config.movementRange = range }
+                case .accelerometer:
+                    if let range = choice(s, "range", scope, Schema.cc2541Ranges) { config.cc2541AccelerometerRange = range }
+                default:
+                    report(r.line, scope.context, "\(scope.prefix)range: only movement and accelerometer have a range")
+                }
+            }
+            if enabled { configured.append(config) }
+        }
+        if table.isEmpty {
+            report(v.line, tagScope.context, "sensors is empty (remove it to stream every sensor, or add [tag.sensors.<sensor>] tables)")
+        } else if configured.isEmpty && invalid == 0 {
+            report(v.line, tagScope.context, "every sensor is disabled (enable one, or remove the tag)")
+        }
+        let order = Sensor.allCases
+        return configured.sorted { order.firstIndex(of: $0.sensor)! < order.firstIndex(of: $1.sensor)! }
+    }
+}
+
+// MARK: - Brokers
+
+/// "host", "host:port", "[v6]" or "[v6]:port".
+func parseBroker(_ s: String, defaultPort: Int) -> Result<DaemonConfiguration.Broker, BrokerProblem> {
+    if s.isEmpty { return .failure(.init("is empty")) }
+    if s.contains("://") { return .failure(.init("must be host, host:port or [IPv6]:port, not a URL")) }
+    if s.unicodeScalars.contains(where: { $0 == " " || $0 == "\t" || $0 == "/" }) {
+        return .failure(.init("must be host, host:port or [IPv6]:port"))
+    }
+    var host: Substring
+    var portText: Substring?
+    if s.hasPrefix("[") {
+        guard let close = s.firstIndex(of: "]") else { return .failure(.init("missing ']' after the IPv6 address")) }
+        host = s[s.index(after: s.startIndex)..<close]
+        let rest = s[s.index(after: close)...]
+        if !rest.isEmpty {
+            guard rest.first == ":" else { return .failure(.init("expected ':' and a port after ']'")) }
+            portText = rest.dropFirst()
+        }
+        let address = host.split(separator: "%", maxSplits: 1).first ?? ""
+        guard address.contains(":"), address.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
+            return .failure(.init("\(quoted(String(host))) is not an IPv6 address"))
+        }
+    } else {
+        let parts = s.split(separator: ":", omittingEmptySubsequences: false)
+        if parts.count > 2 { return .failure(.init("an IPv6 address needs brackets: [address]:port")) }
+        host = parts[0]
+        if parts.count == 2 { portText = parts[1] }
+        guard !host.isEmpty else { return .failure(.init("the host is missing")) }
+        guard host.count <= 253, host.utf8.allSatisfy({ c in
+            (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x2D || c == 0x2E || c == 0x5F
+        }) else {
+            return .failure(.init("\(quoted(String(host))) is not a valid host name"))
+        }
+    }
+    var port = defaultPort
+    if let portText {
+        guard !portText.isEmpty, portText.count <= 9, portText.allSatisfy({ $0.isASCII && $0.isNumber }), let p = Int(portText) else {
+            return .failure(.init("port must be a number 1..65535 (got \(quoted(String(portText))))"))
+        }
+        guard (1...65535).contains(p) else { return .failure(.init("port must be 1..65535 (got \(p))")) }
+        port = p
+    }
+    return .success(DaemonConfiguration.Broker(host: String(host), port: port))
+}
+
+struct BrokerProblem: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
