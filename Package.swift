@@ -80,7 +80,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ConfigurationTests",
-            dependencies: ["Configuration", "Profiles", "Acquisition"]
+            dependencies: ["Configuration", "Profiles", "Acquisition"],
+            exclude: ["Corpus"]
         ),
         .testTarget(
             name: "PublishingTests",
