@@ -7,7 +7,7 @@ struct Collectord: ParsableCommand {
         commandName: "collectord",
         abstract: "Streams TI SensorTag readings from Bluetooth LE to MQTT.",
         version: CollectordVersion.string,
-        subcommands: [Decode.self, Scan.self, Emulate.self, Version.self]
+        subcommands: [CheckConfig.self, Decode.self, Scan.self, Emulate.self, Version.self]
     )
 }
 

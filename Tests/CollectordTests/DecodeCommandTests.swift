@@ -173,3 +173,39 @@ import Testing
         #expect(r.stderr == "collectord emulate: unknown model 'cc9999' (expected cc2541, cc2650, cc1350)\n")
     }
 }
+
+/// `collectord check-config` as systemd's ExecStartPre runs it.
+@Suite struct CheckConfigProcessTests {
+    static var shipped: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("etc/collectord.conf").path
+    }
+
+    @Test func shippedFileIsValid() throws {
+        let r = try DecodeProcessTests().run(["check-config", "--config", Self.shipped])
+        #expect(r.status == 0)
+        #expect(r.stdout.hasPrefix("\(Self.shipped): configuration is valid\n"))
+        #expect(r.stdout.contains("no tags configured"))
+    }
+
+    @Test func everyErrorIsReportedWithFileAndLineAndExit78() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-\(getpid()).conf").path
+        try "[mqtt]\nkeepalive = 5\nqos = 3\n".write(toFile: path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let r = try DecodeProcessTests().run(["check-config", "--config", path])
+        #expect(r.status == 78)
+        #expect(r.stdout.isEmpty)
+        #expect(r.stderr == """
+            \(path):2: mqtt: unknown key "keepalive" (did you mean "keepalive_s"?)
+            \(path):3: mqtt: qos must be 0, 1 or 2 (got 3)
+            \(path): 2 errors; configuration rejected
+
+            """)
+    }
+
+    @Test func missingFileIsAConfigError() throws {
+        let r = try DecodeProcessTests().run(["check-config", "--config", "/nonexistent/collectord.conf"])
+        #expect(r.status == 78)
+        #expect(r.stderr.hasPrefix("/nonexistent/collectord.conf: "))
+    }
+}
