@@ -24,13 +24,34 @@ public final class TagFleet {
     public var backoff = Backoff()
     private var retry: TimerID?
 
+    private let injected: (LinkConnector, AdvertisementMonitor?)?
+
     public init(loop: EventLoop, adapter name: String) {
         self.loop = loop
         self.adapterName = name
+        self.injected = nil
     }
+
+    /// A fleet on another transport: emulated tags over socketpairs (demos, tests). No adapter
+    /// is opened and no HCI socket is used.
+    public init(loop: EventLoop, connector: LinkConnector, monitor: AdvertisementMonitor?, name: String = "emulated") {
+        self.loop = loop
+        self.adapterName = name
+        self.injected = (connector, monitor)
+    }
+
+    private var monitor: AdvertisementMonitor? { injected.map { $0.1 } ?? scanner }
 
     /// Opens the adapter (or waits for it) and starts every tag added so far.
     public func start() {
+        if let (connector, _) = injected {
+            if queue == nil { queue = AdapterQueue(connector: connector) }
+            onAdapterChange?(true, "\(adapterName) transport ready")
+            let waiting = pending
+            pending.removeAll()
+            for tag in waiting { add(tag) }
+            return
+        }
         if events == nil {
             // Device events come from a socket bound to no adapter: it survives the adapter.
             events = try? HCISocket(loop: loop, adapter: nil)
@@ -45,7 +66,7 @@ public final class TagFleet {
             pending.append(tag)
             return
         }
-        let s = TagSupervisor(tag: tag, loop: loop, adapter: queue, monitor: scanner, cache: cache, backoff: backoff)
+        let s = TagSupervisor(tag: tag, loop: loop, adapter: queue, monitor: monitor, cache: cache, backoff: backoff)
         s.delegate = delegate
         supervisors[tag.name] = s
         s.start()
