@@ -1,0 +1,292 @@
+// JSON text, written byte by byte into memory the caller owns. The reading encoder uses the raw
+// `JSONWriter` on a pre-sized buffer (no allocation per reading); the control payloads and the
+// Home Assistant configs, which are rare, build a `JSONValue` and serialize it into an array.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - Shortest round-trip doubles
+
+/// The Swift runtime's float printer: the same routine `Double.description` uses (shortest digits
+/// that read back as the same value, closest among those, ties to even). Present in libswiftCore
+/// since Swift 4.2; in 6.2 and later it is a Swift function kept under this name for ABI
+/// compatibility, so the Swift calling convention of `@_silgen_name` is the right one.
+///
+/// Contract (checked against the 6.3 runtime source and by the round-trip tests): `buffer` must
+/// hold at least 32 bytes, pre-filled with ASCII "0" (the printer relies on it for zero padding);
+/// the text is moved to the start of the buffer and its length returned. The result always has a
+/// "." or an "e", an exponent of at least two digits ("1e-05", "1e+16"), "-0.0" for negative zero,
+/// and "nan"/"inf" for non-finite values, which the writer never passes in.
+@_silgen_name("swift_float64ToString")
+func _swiftFloat64ToString(_ buffer: UnsafeMutablePointer<UInt8>, _ bufferLength: UInt, _ value: Double, _ debug: Bool) -> UInt64
+
+/// Bytes the float printer needs in front of it.
+let float64TextScratch = 32
+
+// MARK: - Raw writer
+
+/// Writes JSON text through a raw cursor. The caller guarantees the room (see
+/// `ReadingEncoder.requiredCapacity`); nothing here allocates or checks bounds.
+struct JSONWriter {
+    let base: UnsafeMutablePointer<UInt8>
+    private(set) var count: Int
+
+    init(base: UnsafeMutablePointer<UInt8>, count: Int = 0) {
+        self.base = base
+        self.count = count
+    }
+
+    @inline(__always)
+    mutating func byte(_ b: UInt8) {
+        base[count] = b
+        count &+= 1
+    }
+
+    /// Copies bytes verbatim (already valid JSON text).
+    @inline(__always)
+    mutating func raw(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let src = bytes.baseAddress, bytes.count > 0 else { return }
+        (base + count).update(from: src, count: bytes.count)
+        count &+= bytes.count
+    }
+
+    mutating func raw(_ s: StaticString) {
+        s.withUTF8Buffer { raw($0) }
+    }
+
+    /// Writes `bytes` as the inside of a JSON string: `"` and `\` escaped, control characters as
+    /// `\n`, `\t`, … or `\u00XX`. Other bytes, including UTF-8 sequences, are copied: JSON text is
+    /// UTF-8 and needs no escaping above U+001F.
+    mutating func escaped(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let src = bytes.baseAddress else { return }
+        // Fast path, copying as it checks: names, units and most tag names need no escaping.
+        let n = bytes.count
+        let dst = base + count
+        var i = 0
+        while i < n {
+            let b = src[i]
+            if b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { break }
+            dst[i] = b
+            i &+= 1
+        }
+        count &+= i
+        if i == n { return }
+        for b in UnsafeBufferPointer(rebasing: bytes[i...]) {
+            switch b {
+            case UInt8(ascii: "\""): byte(UInt8(ascii: "\\")); byte(b)
+            case UInt8(ascii: "\\"): byte(UInt8(ascii: "\\")); byte(b)
+            case 0x0A: byte(UInt8(ascii: "\\")); byte(UInt8(ascii: "n"))
+            case 0x0D: byte(UInt8(ascii: "\\")); byte(UInt8(ascii: "r"))
+            case 0x09: byte(UInt8(ascii: "\\")); byte(UInt8(ascii: "t"))
+            case 0x08: byte(UInt8(ascii: "\\")); byte(UInt8(ascii: "b"))
+            case 0x0C: byte(UInt8(ascii: "\\")); byte(UInt8(ascii: "f"))
+            case 0..<0x20:
+                raw("\\u00")
+                byte(hexDigit(b >> 4))
+                byte(hexDigit(b & 0xF))
+            default: byte(b)
+            }
+        }
+    }
+
+    mutating func escaped(_ s: StaticString) {
+        s.withUTF8Buffer { escaped($0) }
+    }
+
+    /// `"…"` with escaping.
+    mutating func string(_ s: StaticString) {
+        byte(UInt8(ascii: "\""))
+        escaped(s)
+        byte(UInt8(ascii: "\""))
+    }
+
+    /// A JSON number with the shortest digits that parse back to `v`; `null` for NaN and ±infinity,
+    /// which JSON cannot express. Needs `float64TextScratch` bytes of room.
+    mutating func number(_ v: Double) {
+        guard v.isFinite else {
+            raw("null")
+            return
+        }
+        let p = base + count
+        p.update(repeating: UInt8(ascii: "0"), count: float64TextScratch)
+        let n = _swiftFloat64ToString(p, UInt(float64TextScratch), v, false)
+        count &+= Int(truncatingIfNeeded: n)
+    }
+
+    /// Decimal digits of an unsigned integer (at most 20 bytes).
+    mutating func integer(_ v: UInt64) {
+        var length = 1
+        var probe = v
+        while probe >= 10 { length &+= 1; probe /= 10 }
+        var n = v
+        var i = count &+ length &- 1
+        repeat {
+            base[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: n % 10)
+            n /= 10
+            i &-= 1
+        } while n > 0
+        count &+= length
+    }
+
+    mutating func integer(_ v: Int64) {
+        if v < 0 {
+            byte(UInt8(ascii: "-"))
+            integer(UInt64(bitPattern: 0 &- v))  // magnitude, also right for Int64.min
+        } else {
+            integer(UInt64(v))
+        }
+    }
+
+    /// Exactly `width` decimal digits, zero-padded (for dates and times).
+    @inline(__always)
+    mutating func digits(_ v: Int, width: Int) {
+        var n = v
+        var i = count &+ width &- 1
+        while i >= count {
+            base[i] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: n % 10)
+            n /= 10
+            i &-= 1
+        }
+        count &+= width
+    }
+
+    /// The set bits of `bits` as a JSON array of indices, lowest first: `[0,2]`. At most 87 bytes.
+    mutating func bitIndices(_ bits: UInt32) {
+        byte(UInt8(ascii: "["))
+        var rest = bits
+        var first = true
+        while rest != 0 {
+            let i = rest.trailingZeroBitCount
+            rest &= rest &- 1
+            if !first { byte(UInt8(ascii: ",")) }
+            first = false
+            if i >= 10 { byte(UInt8(ascii: "0") &+ UInt8(i / 10)) }
+            byte(UInt8(ascii: "0") &+ UInt8(i % 10))
+        }
+        byte(UInt8(ascii: "]"))
+    }
+}
+
+@inline(__always)
+private func hexDigit(_ nibble: UInt8) -> UInt8 {
+    nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ (nibble &- 10)
+}
+
+/// Bytes that `escaped` may write for `n` input bytes.
+@inline(__always)
+func escapedBound(_ n: Int) -> Int { n &* 6 }
+
+// MARK: - Convenience for strings and arrays (may allocate)
+
+enum JSONText {
+    /// `s` escaped as the inside of a JSON string, as bytes.
+    static func escapedBytes(_ s: String) -> [UInt8] {
+        var s = s
+        return s.withUTF8 { utf8 in
+            [UInt8](unsafeUninitializedCapacity: escapedBound(utf8.count)) { buffer, initialized in
+                var w = JSONWriter(base: buffer.baseAddress!)
+                w.escaped(utf8)
+                initialized = w.count
+            }
+        }
+    }
+
+    /// The JSON text of one number (`null` when not finite).
+    static func number(_ v: Double) -> String {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: float64TextScratch) { buffer in
+            var w = JSONWriter(base: buffer.baseAddress!)
+            w.number(v)
+            return String(decoding: UnsafeBufferPointer(start: buffer.baseAddress, count: w.count), as: UTF8.self)
+        }
+    }
+}
+
+// MARK: - Values for the small payloads
+
+/// A JSON document for the infrequent payloads (status, events, statistics, Home Assistant
+/// discovery). Objects keep their keys in the order given, so payloads are stable and diffable.
+public indirect enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByBooleanLiteral, ExpressibleByFloatLiteral, ExpressibleByArrayLiteral {
+    case string(String)
+    case number(Double)
+    case integer(Int64)
+    case bool(Bool)
+    case null
+    case array([JSONValue])
+    case object([(String, JSONValue)])
+
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .integer(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(floatLiteral value: Double) { self = .number(value) }
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+
+    public static func == (a: JSONValue, b: JSONValue) -> Bool {
+        switch (a, b) {
+        case (.string(let x), .string(let y)): return x == y
+        case (.number(let x), .number(let y)): return x == y || (x.isNaN && y.isNaN)
+        case (.integer(let x), .integer(let y)): return x == y
+        case (.bool(let x), .bool(let y)): return x == y
+        case (.null, .null): return true
+        case (.array(let x), .array(let y)): return x == y
+        case (.object(let x), .object(let y)):
+            return x.count == y.count && zip(x, y).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+        default: return false
+        }
+    }
+
+    /// The value of `key` in an object.
+    public subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members.first { $0.0 == key }?.1
+    }
+
+    /// Compact UTF-8 JSON text.
+    public var encoded: [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        append(to: &out)
+        return out
+    }
+
+    /// Compact JSON text.
+    public var text: String { String(decoding: encoded, as: UTF8.self) }
+
+    func append(to out: inout [UInt8]) {
+        switch self {
+        case .string(let s): appendString(s, to: &out)
+        case .number(let v): out.append(contentsOf: JSONText.number(v).utf8)
+        case .integer(let v):
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
+                var w = JSONWriter(base: buffer.baseAddress!)
+                w.integer(v)
+                out.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress, count: w.count))
+            }
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (i, item) in items.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                item.append(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            for (i, (key, value)) in members.enumerated() {
+                if i > 0 { out.append(UInt8(ascii: ",")) }
+                appendString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                value.append(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private func appendString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: JSONText.escapedBytes(s))
+        out.append(UInt8(ascii: "\""))
+    }
+}

@@ -1,0 +1,910 @@
+// libmosquitto on the Reactor event loop.
+//
+// No thread of libmosquitto's own (no mosquitto_loop_start) and no polling: the loop watches the
+// client's socket for reading, and for writing only while libmosquitto has something to write
+// (mosquitto_want_write); a timer calls mosquitto_loop_misc for the keepalive. Connecting is
+// non-blocking (mosquitto_connect_async) and bounded by a timer, so an unreachable broker never
+// stalls the loop. Every libmosquitto callback runs on the loop's thread, inside one of our calls
+// into the library; they only record what happened, and the state machine acts once the library
+// call has returned (libmosquitto is not re-entrant from its own callbacks).
+//
+// Connection policy: brokers are tried in the configured order. A failed attempt moves on to the
+// next broker at once; when every broker has failed, the publisher waits (exponential backoff
+// with jitter) and starts again from the first. A lost connection is retried the same way, from
+// the first broker, after the backoff delay; the failure count restarts once a connection has
+// stayed up for `stableAfter`. Each transition is reported exactly once to the delegate.
+//
+// Status: the last will is `<prefix>/<client>/status` = "offline" (retained); on every connect the
+// publisher publishes "online" there (retained), and `disconnect()` publishes "offline" before
+// the MQTT DISCONNECT (a clean DISCONNECT makes the broker drop the will).
+//
+// Known limits, from libmosquitto 2.0: host names are resolved with a blocking getaddrinfo inside
+// mosquitto_connect_async (use addresses or /etc/hosts names where that matters); QoS 0 messages
+// queued in libmosquitto when a connection drops are discarded by it (QoS ≥ 1 ones are resent
+// after the reconnect); libmosquitto's internal socketpair gets one byte per queued packet, which
+// nobody reads in this mode (the writes fail with EAGAIN once it is full: harmless).
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import CMosquitto
+import Reactor
+
+// MARK: - Public types
+
+/// A connection or publish failure, with libmosquitto's / the broker's own wording.
+public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The broker answered CONNACK with this refusal code (4: bad user name or password,
+        /// 5: not authorised, …).
+        case refused(connackCode: Int32)
+        /// TLS handshake or certificate problem.
+        case tls
+        /// TCP: refused, reset, unreachable, closed, name lookup.
+        case network
+        /// No CONNACK within the connect timeout.
+        case timeout
+        /// No answer to a keepalive ping.
+        case keepalive
+        /// The broker broke the protocol.
+        case protocolViolation
+        /// A setting libmosquitto or the broker cannot use.
+        case invalidConfiguration
+        /// A message that can never be published (bad topic, too large).
+        case invalidMessage
+        case other
+    }
+
+    public let kind: Kind
+    /// libmosquitto's MOSQ_ERR_* code (the CONNACK code for `.refused`).
+    public let code: Int32
+    public let message: String
+
+    public init(kind: Kind, code: Int32, message: String) {
+        self.kind = kind
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// A state change of the publisher's connection, reported once each.
+public enum MQTTConnectionEvent: Sendable, Equatable, CustomStringConvertible {
+    /// An attempt to connect to this broker has started.
+    case connecting(MQTTBroker)
+    /// The broker accepted the connection (CONNACK 0); "online" has been published.
+    case connected(MQTTBroker)
+    /// The attempt failed; the next broker (or a retry after backoff) follows.
+    case connectFailed(MQTTBroker, MQTTError)
+    /// An established connection ended.
+    case connectionLost(MQTTBroker, MQTTError)
+    /// Every broker has failed: waiting `delay` before trying again, starting with `next`.
+    case retrying(in: Duration, next: MQTTBroker)
+    /// `disconnect()` finished; `clean` is false when it had to cut the connection at the deadline.
+    case disconnected(clean: Bool)
+
+    public var description: String {
+        switch self {
+        case .connecting(let b): return "connecting to \(b)"
+        case .connected(let b): return "connected to \(b)"
+        case .connectFailed(let b, let e): return "cannot connect to \(b): \(e)"
+        case .connectionLost(let b, let e): return "connection to \(b) lost: \(e)"
+        case .retrying(let d, let b): return "retrying in \(d.milliseconds) ms (\(b))"
+        case .disconnected(let clean): return clean ? "disconnected" : "disconnected (deadline reached, connection cut)"
+        }
+    }
+
+    /// Short machine name: connecting, connected, connect_failed, connection_lost, retrying, disconnected.
+    public var name: String {
+        switch self {
+        case .connecting: return "connecting"
+        case .connected: return "connected"
+        case .connectFailed: return "connect_failed"
+        case .connectionLost: return "connection_lost"
+        case .retrying: return "retrying"
+        case .disconnected: return "disconnected"
+        }
+    }
+
+    public var broker: MQTTBroker? {
+        switch self {
+        case .connecting(let b), .connected(let b), .connectFailed(let b, _), .connectionLost(let b, _), .retrying(_, let b): return b
+        case .disconnected: return nil
+        }
+    }
+
+    public var reason: MQTTError? {
+        switch self {
+        case .connectFailed(_, let e), .connectionLost(_, let e): return e
+        default: return nil
+        }
+    }
+}
+
+/// What happened to one `publish`.
+public enum PublishOutcome: Sendable, Equatable {
+    /// libmosquitto owns the message now. For QoS ≥ 1 the delegate's `didDeliver` reports `mid`
+    /// when the broker has acknowledged it (a spool may then forget it); libmosquitto resends it
+    /// after a reconnect. For QoS 0 `didDeliver` means "written to the socket", and a message still
+    /// queued when the connection drops is lost.
+    case handedOff(mid: Int32)
+    /// Not taken: keep it (spool it) and publish it again later.
+    case spool(SpoolReason)
+    /// Can never be published as given (invalid topic, oversize payload): do not spool.
+    case rejected(MQTTError)
+
+    public var mustSpool: Bool { if case .spool = self { return true } else { return false } }
+}
+
+public enum SpoolReason: Sendable, Equatable {
+    /// No connection to a broker right now.
+    case notConnected
+    /// `maxInFlight` QoS ≥ 1 messages are awaiting acknowledgement.
+    case inFlightLimit
+    /// libmosquitto could not take it (out of memory).
+    case libraryBusy
+}
+
+public struct PublisherStatistics: Sendable, Equatable {
+    public var handedOff: UInt64 = 0
+    public var delivered: UInt64 = 0
+    public var spooled: UInt64 = 0
+    public var rejected: UInt64 = 0
+    public var connects: UInt64 = 0
+    public var connectionFailures: UInt64 = 0
+    /// QoS ≥ 1 messages awaiting acknowledgement.
+    public var inFlight: Int = 0
+    public var connectedBroker: MQTTBroker?
+}
+
+public enum MQTTLogLevel: Sendable, Equatable {
+    case debug, info, notice, warning, error
+}
+
+public protocol MQTTPublisherDelegate: AnyObject {
+    /// A connection state change (see `MQTTConnectionEvent`).
+    func publisher(_ publisher: MQTTPublisher, didReport event: MQTTConnectionEvent)
+    /// A message handed off with this mid was acknowledged (QoS ≥ 1) or written (QoS 0).
+    func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32)
+    /// The publisher can take messages again: it has just connected, or the in-flight count fell
+    /// below the limit after a publish was refused for it. A spool drains from here.
+    func publisherIsReady(_ publisher: MQTTPublisher)
+    /// libmosquitto's own log lines while connecting or disconnecting (never credentials).
+    func publisher(_ publisher: MQTTPublisher, log level: MQTTLogLevel, message: String)
+}
+
+extension MQTTPublisherDelegate {
+    public func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) {}
+    public func publisherIsReady(_ publisher: MQTTPublisher) {}
+    public func publisher(_ publisher: MQTTPublisher, log level: MQTTLogLevel, message: String) {}
+}
+
+// MARK: - libmosquitto constants
+
+private func code(_ e: mosq_err_t) -> Int32 { Int32(truncatingIfNeeded: e.rawValue) }
+private let MOSQ_OK = code(MOSQ_ERR_SUCCESS)
+
+/// OpenSSL's view of a handshake in progress, looked up at run time in the libssl libmosquitto is
+/// linked with (no OpenSSL headers or link dependency of our own). libmosquitto's `want_write`
+/// flag is only cleared by a packet write, so during the handshake it can stay set while OpenSSL
+/// waits for the server; watching for writability then would spin. `SSL_want` says what the
+/// handshake is really blocked on.
+private enum OpenSSLProbe {
+    typealias Query = @convention(c) (OpaquePointer?) -> Int32
+    static let want: Query? = lookup("SSL_want")
+    static let inInit: Query? = lookup("SSL_in_init")
+    static let writing: Int32 = 2  // SSL_WRITING
+
+    private static func lookup(_ name: String) -> Query? {
+        guard let p = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }  // RTLD_DEFAULT
+        return unsafeBitCast(p, to: Query.self)
+    }
+}
+
+private enum Library {
+    /// mosquitto_lib_init once per process, and SIGPIPE ignored: libmosquitto writes with
+    /// write(2)/SSL_write, and a write to a connection the broker reset must be an EPIPE error,
+    /// not the death of the daemon.
+    static let initialized: Bool = {
+        mosquitto_lib_init()
+        var current = sigaction()
+        if sigaction(SIGPIPE, nil, &current) == 0 && current.__sigaction_handler.sa_handler == nil {
+            signal(SIGPIPE, SIG_IGN)
+        }
+        return true
+    }()
+}
+
+private func publisher(from userdata: UnsafeMutableRawPointer?) -> MQTTPublisher? {
+    guard let userdata else { return nil }
+    return Unmanaged<MQTTPublisher>.fromOpaque(userdata).takeUnretainedValue()
+}
+
+// MARK: - Publisher
+
+public final class MQTTPublisher {
+    public let configuration: MQTTPublisherConfiguration
+    public let topics: Topics
+    public weak var delegate: MQTTPublisherDelegate?
+    public private(set) var statistics = PublisherStatistics()
+
+    public enum State: Sendable, Equatable {
+        case idle
+        case connecting(MQTTBroker)
+        case connected(MQTTBroker)
+        case waiting(next: MQTTBroker)
+        case disconnecting
+        case stopped
+    }
+
+    private enum Phase {
+        case idle
+        case connecting(index: Int)
+        case connected(index: Int, since: Instant)
+        case waiting(index: Int)
+        case disconnecting(Disconnect)
+        case stopped
+    }
+
+    private struct Disconnect {
+        var offlineMid: Int32?
+        var offlineDone: Bool
+        var disconnectSent = false
+        var deadlineReached = false
+    }
+
+    private let loop: EventLoop
+    private var mosq: OpaquePointer?
+    private var phase: Phase = .idle
+    private let keepaliveSeconds: Int32
+
+    // The socket as we watch it.
+    private var socketFD: Int32 = -1
+    private var watchingWrite = false
+    private var tcpEstablished = false
+
+    // Timers.
+    private var connectTimer: TimerID?
+    private var retryTimer: TimerID?
+    private var miscTimer: TimerID?
+    private var disconnectTimer: TimerID?
+    private var disconnectCompletion: (() -> Void)?
+
+    /// Consecutive failures (whole broker rounds, or connections lost before `stableAfter`).
+    private var failures = 0
+    private var random = SystemRandomNumberGenerator()
+
+    // What the callbacks saw during the current library call / connection attempt.
+    private var connackCode: Int32?
+    private var disconnectCode: Int32?
+    private var disconnectErrno: Int32 = 0
+    private var libraryError: String?
+    private var statusMids: [Int32] = []
+    private var deliveredWhileDisconnecting: [Int32] = []
+    private var capacityWanted = false
+
+    /// One bit per mid (65536): QoS ≥ 1 messages handed off and not yet acknowledged.
+    private var inFlightBits = [UInt64](repeating: 0, count: 1024)
+
+    /// Makes the client and checks the configuration; nothing is connected until `start()`.
+    public init(configuration: MQTTPublisherConfiguration, loop: EventLoop) throws(MQTTError) {
+        _ = Library.initialized
+        self.configuration = configuration
+        self.loop = loop
+        do {
+            topics = try Topics(prefix: configuration.topicPrefix, client: configuration.clientID)
+        } catch {
+            throw MQTTError(kind: .invalidConfiguration, code: code(MOSQ_ERR_INVAL), message: error.description)
+        }
+        let keepalive = configuration.keepalive.nanosecondsClamped / 1_000_000_000
+        func invalid(_ message: String) -> MQTTError {
+            MQTTError(kind: .invalidConfiguration, code: code(MOSQ_ERR_INVAL), message: message)
+        }
+        guard !configuration.brokers.isEmpty else { throw invalid("no MQTT broker configured") }
+        for b in configuration.brokers where b.host.isEmpty || !(1...65535).contains(b.port) {
+            throw invalid("invalid broker address \(b)")
+        }
+        guard (5...65535).contains(keepalive) else { throw invalid("keepalive must be 5…65535 s (got \(keepalive) s)") }
+        guard (0...2).contains(configuration.statusQoS) else { throw invalid("status QoS must be 0, 1 or 2") }
+        guard configuration.maxInFlight >= 1 else { throw invalid("the in-flight limit must be at least 1") }
+        keepaliveSeconds = Int32(keepalive)
+
+        guard let m = mosquitto_new(configuration.clientID, configuration.cleanSession, nil) else {
+            throw MQTTError(kind: .other, code: code(MOSQ_ERR_NOMEM), message: "mosquitto_new failed (errno \(errno))")
+        }
+        mosq = m
+        mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
+        _ = mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
+        _ = mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1)
+
+        mosquitto_connect_callback_set(m) { _, userdata, rc in publisher(from: userdata)?.libraryConnected(rc) }
+        mosquitto_disconnect_callback_set(m) { _, userdata, rc in publisher(from: userdata)?.libraryDisconnected(rc) }
+        mosquitto_publish_callback_set(m) { _, userdata, mid in publisher(from: userdata)?.libraryPublished(mid) }
+
+        var rc = topics.status.withCString { topic in
+            ControlPayloads.offline.withUnsafeBytes { payload in
+                mosquitto_will_set(m, topic, Int32(payload.count), payload.baseAddress, configuration.statusQoS, true)
+            }
+        }
+        guard rc == MOSQ_OK else { throw invalid("cannot set the last will: \(MQTTPublisher.text(rc))") }
+
+        if let credentials = configuration.credentials {
+            rc = mosquitto_username_pw_set(m, credentials.username, credentials.password)
+            guard rc == MOSQ_OK else { throw invalid("cannot set the user name: \(MQTTPublisher.text(rc))") }
+        }
+
+        if let tls = configuration.tls {
+            guard (tls.clientCertificate == nil) == (tls.clientKey == nil) else {
+                throw invalid("TLS client certificate and key must be given together")
+            }
+            let cafile: String?, capath: String?
+            switch tls.trust {
+            case .systemStore: (cafile, capath) = (nil, MQTTTLS.systemCAPath)
+            case .caFile(let f): (cafile, capath) = (f, nil)
+            case .caPath(let p): (cafile, capath) = (nil, p)
+            }
+            rc = mosquitto_tls_set(m, cafile, capath, tls.clientCertificate, tls.clientKey, nil)
+            guard rc == MOSQ_OK else {
+                let files = [cafile, capath, tls.clientCertificate, tls.clientKey].compactMap { $0 }.joined(separator: ", ")
+                throw invalid("TLS setup failed (\(MQTTPublisher.text(rc))); check that these are readable: \(files)")
+            }
+            rc = mosquitto_tls_opts_set(m, tls.verifyPeer ? 1 : 0, tls.version, tls.ciphers)
+            guard rc == MOSQ_OK else { throw invalid("invalid TLS version or cipher list: \(MQTTPublisher.text(rc))") }
+            rc = mosquitto_tls_insecure_set(m, !tls.verifyPeer)
+            guard rc == MOSQ_OK else { throw invalid("cannot set TLS verification: \(MQTTPublisher.text(rc))") }
+        }
+    }
+
+    deinit {
+        for timer in [connectTimer, retryTimer, miscTimer, disconnectTimer] { loop.cancel(timer) }
+        if socketFD >= 0 { loop.unwatch(socketFD) }
+        // Closes the socket without DISCONNECT: the broker publishes the last will.
+        if let mosq { mosquitto_destroy(mosq) }
+    }
+
+    // MARK: State
+
+    public var state: State {
+        switch phase {
+        case .idle: return .idle
+        case .connecting(let i): return .connecting(configuration.brokers[i])
+        case .connected(let i, _): return .connected(configuration.brokers[i])
+        case .waiting(let i): return .waiting(next: configuration.brokers[i])
+        case .disconnecting: return .disconnecting
+        case .stopped: return .stopped
+        }
+    }
+
+    public var isConnected: Bool { if case .connected = phase { return true } else { return false } }
+
+    /// QoS ≥ 1 messages handed off and not yet acknowledged.
+    public var inFlight: Int { statistics.inFlight }
+
+    // MARK: Connecting
+
+    /// Starts connecting (to the first broker). Harmless when already started.
+    public func start() {
+        switch phase {
+        case .idle, .stopped:
+            failures = 0
+            attempt(0)
+        default:
+            return
+        }
+    }
+
+    private func attempt(_ index: Int) {
+        guard let mosq else { return }
+        retryTimer = nil
+        let broker = configuration.brokers[index]
+        phase = .connecting(index: index)
+        connackCode = nil
+        disconnectCode = nil
+        disconnectErrno = 0
+        libraryError = nil
+        lastConnackRefusal = nil
+        tcpEstablished = false
+        setLogging(true)
+        report(.connecting(broker))
+        if socketFD >= 0 {
+            loop.unwatch(socketFD)
+            socketFD = -1
+        }
+        errno = 0
+        let rc = mosquitto_connect_async(mosq, broker.host, Int32(broker.port), keepaliveSeconds)
+        let savedErrno = errno
+        guard rc == MOSQ_OK else {
+            attemptFailed(index, error(rc: rc, errno: savedErrno))
+            return
+        }
+        let fd = mosquitto_socket(mosq)
+        guard fd >= 0 else {
+            attemptFailed(index, MQTTError(kind: .network, code: rc, message: "no socket after connecting"))
+            return
+        }
+        // libmosquitto opens the socket without SOCK_CLOEXEC: a process the daemon starts would
+        // inherit it and keep the connection open after we close it (no last will, no EOF).
+        _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC)
+        socketFD = fd
+        watchingWrite = true  // the first writable event says the TCP connection is up
+        do {
+            try loop.watch(fd, [.readable, .writable]) { [weak self] events in self?.handleIO(events) }
+        } catch {
+            socketFD = -1
+            abortConnection(fd: fd)
+            attemptFailed(index, MQTTError(kind: .other, code: code(MOSQ_ERR_ERRNO), message: error.description))
+            return
+        }
+        connectTimer = loop.schedule(after: configuration.connectTimeout) { [weak self] in self?.connectTimedOut() }
+    }
+
+    private func connectTimedOut() {
+        connectTimer = nil
+        guard case .connecting(let index) = phase else { return }
+        abortSocket()
+        let seconds = Double(configuration.connectTimeout.nanosecondsClamped) / 1e9
+        attemptFailed(index, MQTTError(kind: .timeout, code: code(MOSQ_ERR_CONN_PENDING),
+                                       message: "no answer within \(seconds) s\(libraryError.map { " (\($0))" } ?? "")"))
+    }
+
+    private func attemptFailed(_ index: Int, _ error: MQTTError) {
+        loop.cancel(connectTimer)
+        connectTimer = nil
+        statistics.connectionFailures += 1
+        report(.connectFailed(configuration.brokers[index], error))
+        guard case .connecting = phase else { return }  // the delegate stopped us
+        if index + 1 < configuration.brokers.count {
+            phase = .waiting(index: index + 1)
+            retryTimer = loop.schedule(after: .zero) { [weak self] in self?.attempt(index + 1) }
+        } else {
+            failures += 1
+            scheduleRetry()
+        }
+    }
+
+    private func scheduleRetry() {
+        let delay = configuration.backoff.delay(afterFailures: failures, using: &random)
+        phase = .waiting(index: 0)
+        report(.retrying(in: delay, next: configuration.brokers[0]))
+        guard case .waiting = phase else { return }
+        retryTimer = loop.schedule(after: delay) { [weak self] in self?.attempt(0) }
+    }
+
+    private func becameConnected(_ index: Int) {
+        loop.cancel(connectTimer)
+        connectTimer = nil
+        phase = .connected(index: index, since: loop.now)
+        setLogging(false)
+        statistics.connects += 1
+        statistics.connectedBroker = configuration.brokers[index]
+        if let mid = publishStatus(ControlPayloads.online), configuration.statusQoS > 0 { statusMids.append(mid) }
+        scheduleMisc()
+        report(.connected(configuration.brokers[index]))
+        if case .connected = phase { delegate?.publisherIsReady(self) }
+    }
+
+    private func connectionLost(_ index: Int, since: Instant, _ error: MQTTError) {
+        statistics.connectedBroker = nil
+        if loop.now - since >= configuration.stableAfter { failures = 0 }
+        failures += 1
+        phase = .waiting(index: 0)
+        report(.connectionLost(configuration.brokers[index], error))
+        guard case .waiting = phase else { return }
+        scheduleRetry()
+    }
+
+    // MARK: I/O
+
+    private func handleIO(_ events: IOEvents) {
+        guard let mosq, socketFD >= 0 else { return }
+        var rc = MOSQ_OK
+        var connecting = false
+        if case .connecting = phase { connecting = true }
+        if connecting && events.contains(.writable) { tcpEstablished = true }
+        let handshaking = connecting && configuration.tls != nil
+        // loop_read also drives the TLS handshake (loop_write does not), so during the handshake
+        // it runs on writability too.
+        if !events.isDisjoint(with: [.readable, .hangup, .error]) || (handshaking && events.contains(.writable)) {
+            rc = mosquitto_loop_read(mosq, 1)
+        }
+        if rc == MOSQ_OK && mosquitto_socket(mosq) == socketFD && events.contains(.writable) {
+            rc = mosquitto_loop_write(mosq, 1)
+        }
+        afterLibraryCall(rc, events: events)
+    }
+
+    private func scheduleMisc() {
+        // Often enough that a ping goes out well before the broker's 1.5 × keepalive limit.
+        let period = Duration.milliseconds(max(1000, Int64(keepaliveSeconds) * 1000 / 4))
+        miscTimer = loop.schedule(after: period) { [weak self] in self?.miscTick() }
+    }
+
+    private func miscTick() {
+        miscTimer = nil
+        guard let mosq, socketFD >= 0 else { return }
+        let rc = mosquitto_loop_misc(mosq)
+        afterLibraryCall(rc)
+        switch phase {
+        case .connected, .disconnecting: if socketFD >= 0 { scheduleMisc() }
+        default: break
+        }
+    }
+
+    /// Acts on what the callbacks recorded during a library call, then re-arms the socket watch.
+    private func afterLibraryCall(_ rc: Int32, events: IOEvents = []) {
+        guard let mosq, socketFD >= 0 else { return }
+        if let connack = connackCode {
+            connackCode = nil
+            if connack == 0, case .connecting(let index) = phase {
+                becameConnected(index)
+            }
+            // A refusal is followed by the library closing the socket (disconnect callback).
+        }
+        if mosquitto_socket(mosq) != socketFD {
+            socketClosed(closeReason(rc: rc))
+            return
+        }
+        if rc != MOSQ_OK {
+            // An error the library did not act on (e.g. a failed TLS step): give up this socket.
+            abortSocket()
+            socketClosed(closeReason(rc: rc))
+            return
+        }
+        if !events.isDisjoint(with: [.hangup, .error]) {
+            // The library read without failing but the kernel says the connection is dead (a
+            // refused connect while OpenSSL waited, a reset). Stop here rather than spin.
+            var soError: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(socketFD, SOL_SOCKET, SO_ERROR, &soError, &length)
+            abortSocket()
+            socketClosed(soError != 0 ? MQTTError(kind: .network, code: code(MOSQ_ERR_ERRNO), message: MQTTPublisher.errnoText(soError))
+                : MQTTError(kind: .network, code: code(MOSQ_ERR_CONN_LOST), message: "connection closed by the broker"))
+            return
+        }
+        if case .disconnecting = phase {
+            advanceDisconnect()
+            if socketFD < 0 { return }
+        }
+        if capacityWanted, case .connected = phase, statistics.inFlight < configuration.maxInFlight {
+            capacityWanted = false
+            delegate?.publisherIsReady(self)
+        }
+        updateInterest()
+    }
+
+    private func updateInterest() {
+        guard let mosq, socketFD >= 0 else { return }
+        var wantWrite: Bool
+        if case .connecting = phase {
+            if !tcpEstablished {
+                wantWrite = true
+            } else if configuration.tls != nil, let raw = mosquitto_ssl_get(mosq), let inInit = OpenSSLProbe.inInit,
+                      let want = OpenSSLProbe.want, inInit(OpaquePointer(raw)) != 0 {
+                wantWrite = want(OpaquePointer(raw)) == OpenSSLProbe.writing
+            } else {
+                wantWrite = mosquitto_want_write(mosq)
+            }
+        } else {
+            wantWrite = mosquitto_want_write(mosq)
+        }
+        if wantWrite != watchingWrite {
+            watchingWrite = wantWrite
+            loop.modify(socketFD, wantWrite ? [.readable, .writable] : [.readable])
+        }
+    }
+
+    /// The library closed the socket (or we gave it up): move the state machine on.
+    private func socketClosed(_ error: MQTTError) {
+        if socketFD >= 0 {
+            loop.unwatch(socketFD)  // the descriptor is already closed or shut down
+            socketFD = -1
+        }
+        loop.cancel(miscTimer)
+        miscTimer = nil
+        switch phase {
+        case .connecting(let index):
+            attemptFailed(index, error)
+        case .connected(let index, let since):
+            connectionLost(index, since: since, error)
+        case .disconnecting(let d):
+            finishDisconnect(clean: d.disconnectSent && !d.deadlineReached && disconnectCode == MOSQ_OK)
+        case .idle, .waiting, .stopped:
+            break
+        }
+    }
+
+    /// Stops watching the socket and cuts the TCP connection under libmosquitto (it closes the
+    /// descriptor on its next connect, or when destroyed).
+    private func abortSocket() {
+        guard socketFD >= 0 else { return }
+        let fd = socketFD
+        loop.unwatch(fd)
+        socketFD = -1
+        abortConnection(fd: fd)
+    }
+
+    private func abortConnection(fd: Int32) {
+        shutdown(fd, Int32(SHUT_RDWR))
+    }
+
+    // MARK: Callbacks (inside libmosquitto calls: record only)
+
+    fileprivate func libraryConnected(_ rc: Int32) {
+        connackCode = rc
+        if rc != 0 {
+            lastConnackRefusal = MQTTError(kind: .refused(connackCode: rc), code: rc,
+                                           message: String(cString: mosquitto_connack_string(rc)))
+        }
+    }
+
+    fileprivate func libraryDisconnected(_ rc: Int32) {
+        disconnectErrno = errno
+        disconnectCode = rc
+    }
+
+    fileprivate func libraryPublished(_ mid: Int32) {
+        let word = Int(UInt16(truncatingIfNeeded: mid)) >> 6
+        let bit = UInt64(1) << (UInt64(UInt16(truncatingIfNeeded: mid)) & 63)
+        if inFlightBits[word] & bit != 0 {
+            inFlightBits[word] &= ~bit
+            statistics.inFlight -= 1
+        }
+        if case .disconnecting = phase { deliveredWhileDisconnecting.append(mid) }
+        if let i = statusMids.firstIndex(of: mid) {
+            statusMids.remove(at: i)
+            return
+        }
+        statistics.delivered += 1
+        delegate?.publisher(self, didDeliver: mid)
+    }
+
+    private static let logCallback: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?, Int32, UnsafePointer<CChar>?) -> Void = {
+        _, userdata, level, message in
+        guard let message else { return }
+        publisher(from: userdata)?.libraryLog(level, String(cString: message))
+    }
+
+    fileprivate func libraryLog(_ level: Int32, _ message: String) {
+        let mapped: MQTTLogLevel
+        switch level {
+        case MOSQ_LOG_ERR: mapped = .error
+        case MOSQ_LOG_WARNING: mapped = .warning
+        case MOSQ_LOG_NOTICE: mapped = .notice
+        case MOSQ_LOG_INFO: mapped = .info
+        default: mapped = .debug
+        }
+        if mapped == .error && libraryError == nil { libraryError = MQTTPublisher.cleanOpenSSLMessage(message) }
+        delegate?.publisher(self, log: mapped, message: message)
+    }
+
+    /// Logging only while connecting or disconnecting: libmosquitto formats a line (malloc +
+    /// vsnprintf) for every packet when a log callback is set, which the publish path must not pay.
+    private func setLogging(_ on: Bool) {
+        guard let mosq else { return }
+        mosquitto_log_callback_set(mosq, on ? MQTTPublisher.logCallback : nil)
+    }
+
+    // MARK: Errors
+
+    private func closeReason(rc: Int32) -> MQTTError {
+        if let disconnect = disconnectCode {
+            if disconnect == code(MOSQ_ERR_CONN_REFUSED), let refusal = lastConnackRefusal {
+                return refusal
+            }
+            return error(rc: disconnect, errno: disconnectErrno)
+        }
+        if rc != MOSQ_OK { return error(rc: rc, errno: errno) }
+        return MQTTError(kind: .network, code: code(MOSQ_ERR_CONN_LOST), message: "connection closed")
+    }
+
+    private var lastConnackRefusal: MQTTError?
+
+    private func error(rc: Int32, errno e: Int32) -> MQTTError {
+        let tlsDetail = libraryError
+        switch rc {
+        case code(MOSQ_ERR_TLS):
+            return MQTTError(kind: .tls, code: rc, message: "TLS error: \(tlsDetail ?? MQTTPublisher.text(rc))")
+        case code(MOSQ_ERR_ERRNO):
+            if e == EPROTO, let tlsDetail {
+                return MQTTError(kind: .tls, code: rc, message: "TLS error: \(tlsDetail)")
+            }
+            return MQTTError(kind: .network, code: rc, message: MQTTPublisher.errnoText(e))
+        case code(MOSQ_ERR_EAI):
+            return MQTTError(kind: .network, code: rc, message: "name lookup failed: \(String(cString: gai_strerror(e)))")
+        case code(MOSQ_ERR_CONN_LOST):
+            return MQTTError(kind: .network, code: rc, message: "connection closed by the broker")
+        case code(MOSQ_ERR_NO_CONN):
+            return MQTTError(kind: .network, code: rc, message: MQTTPublisher.text(rc))
+        case code(MOSQ_ERR_KEEPALIVE):
+            return MQTTError(kind: .keepalive, code: rc, message: "no answer to keepalive ping")
+        case code(MOSQ_ERR_PROTOCOL), code(MOSQ_ERR_MALFORMED_PACKET):
+            return MQTTError(kind: .protocolViolation, code: rc, message: MQTTPublisher.text(rc))
+        case code(MOSQ_ERR_CONN_REFUSED):
+            return lastConnackRefusal ?? MQTTError(kind: .refused(connackCode: -1), code: rc, message: MQTTPublisher.text(rc))
+        case code(MOSQ_ERR_INVAL), code(MOSQ_ERR_NOT_SUPPORTED):
+            return MQTTError(kind: .invalidConfiguration, code: rc, message: MQTTPublisher.text(rc))
+        default:
+            return MQTTError(kind: .other, code: rc, message: MQTTPublisher.text(rc))
+        }
+    }
+
+    static func text(_ rc: Int32) -> String {
+        if rc == code(MOSQ_ERR_ERRNO) { return errnoText(errno) }
+        return String(cString: mosquitto_strerror(rc))
+    }
+
+    static func errnoText(_ e: Int32) -> String { String(cString: strerror(e)) }
+
+    /// "OpenSSL Error[0]: error:0A000086:SSL routines::certificate verify failed" → the reason.
+    static func cleanOpenSSLMessage(_ message: String) -> String {
+        guard message.hasPrefix("OpenSSL Error"),
+              let reason = message.split(separator: ":").last.map({ String($0.drop(while: { $0 == " " })) }),
+              !reason.isEmpty else { return message }
+        return reason
+    }
+
+    // MARK: Publishing
+
+    /// Hands a message to libmosquitto without blocking, or says why the caller must keep it.
+    public func publish(topic: String, payload: UnsafeRawBufferPointer, qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
+        guard case .connected = phase, let mosq else {
+            statistics.spooled += 1
+            return .spool(.notConnected)
+        }
+        if qos > 0 && statistics.inFlight >= configuration.maxInFlight {
+            statistics.spooled += 1
+            capacityWanted = true
+            return .spool(.inFlightLimit)
+        }
+        guard payload.count <= Int(Int32.max) else {
+            statistics.rejected += 1
+            return .rejected(MQTTError(kind: .invalidMessage, code: code(MOSQ_ERR_PAYLOAD_SIZE), message: "payload too large"))
+        }
+        var mid: Int32 = 0
+        let rc = mosquitto_publish(mosq, &mid, topic, Int32(payload.count), payload.baseAddress, qos, retain)
+        switch rc {
+        case MOSQ_OK:
+            break
+        case code(MOSQ_ERR_ERRNO), code(MOSQ_ERR_CONN_LOST), code(MOSQ_ERR_NO_CONN):
+            // The write failed: the connection is going down (the loop will see it). A QoS ≥ 1
+            // message is already in libmosquitto's queue and will be resent after the reconnect;
+            // a QoS 0 one will be dropped with the connection.
+            if qos == 0 {
+                statistics.spooled += 1
+                return .spool(.notConnected)
+            }
+        case code(MOSQ_ERR_NOMEM):
+            statistics.spooled += 1
+            return .spool(.libraryBusy)
+        default:
+            statistics.rejected += 1
+            return .rejected(MQTTError(kind: .invalidMessage, code: rc, message: "\(MQTTPublisher.text(rc)) (topic \"\(topic)\")"))
+        }
+        if qos > 0 {
+            let word = Int(UInt16(truncatingIfNeeded: mid)) >> 6
+            let bit = UInt64(1) << (UInt64(UInt16(truncatingIfNeeded: mid)) & 63)
+            if inFlightBits[word] & bit == 0 {
+                inFlightBits[word] |= bit
+                statistics.inFlight += 1
+            }
+        }
+        statistics.handedOff += 1
+        updateInterest()
+        return .handedOff(mid: mid)
+    }
+
+    public func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
+        payload.withUnsafeBytes { publish(topic: topic, payload: $0, qos: qos, retain: retain) }
+    }
+
+    public func publish(topic: String, payload: borrowing PayloadBuffer, qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
+        payload.withUnsafeBytes { publish(topic: topic, payload: $0, qos: qos, retain: retain) }
+    }
+
+    /// Online/offline on the status topic, retained, outside the in-flight limit.
+    private func publishStatus(_ payload: [UInt8]) -> Int32? {
+        guard let mosq else { return nil }
+        var mid: Int32 = 0
+        let rc = payload.withUnsafeBytes { bytes in
+            mosquitto_publish(mosq, &mid, topics.status, Int32(bytes.count), bytes.baseAddress, configuration.statusQoS, true)
+        }
+        return rc == MOSQ_OK ? mid : nil
+    }
+
+    // MARK: Disconnecting
+
+    /// Publishes "offline" (retained), waits for it and for the messages in flight to be
+    /// acknowledged, then sends DISCONNECT; after `timeout` it cuts the connection regardless.
+    /// `completion` runs on the loop when the publisher has stopped (it does not reconnect).
+    public func disconnect(timeout: Duration = .seconds(2), completion: (() -> Void)? = nil) {
+        if let completion {
+            let previous = disconnectCompletion
+            disconnectCompletion = { previous?(); completion() }
+        }
+        switch phase {
+        case .connected:
+            setLogging(true)
+            deliveredWhileDisconnecting = []
+            phase = .disconnecting(Disconnect(offlineMid: nil, offlineDone: false))
+            let mid = publishStatus(ControlPayloads.offline)
+            if let mid, configuration.statusQoS > 0 { statusMids.append(mid) }
+            phase = .disconnecting(Disconnect(offlineMid: mid, offlineDone: mid == nil))
+            disconnectTimer = loop.schedule(after: timeout) { [weak self] in self?.disconnectDeadline() }
+            afterLibraryCall(MOSQ_OK)
+        case .connecting, .waiting:
+            loop.cancel(connectTimer)
+            loop.cancel(retryTimer)
+            connectTimer = nil
+            retryTimer = nil
+            abortSocket()
+            phase = .disconnecting(Disconnect(offlineMid: nil, offlineDone: true, disconnectSent: true))
+            finishDisconnect(clean: true)
+        case .idle:
+            phase = .disconnecting(Disconnect(offlineMid: nil, offlineDone: true, disconnectSent: true))
+            finishDisconnect(clean: true)
+        case .disconnecting:
+            return
+        case .stopped:
+            let c = disconnectCompletion
+            disconnectCompletion = nil
+            c?()
+        }
+    }
+
+    private func advanceDisconnect() {
+        guard case .disconnecting(var d) = phase, let mosq else { return }
+        if !d.offlineDone, let mid = d.offlineMid, deliveredWhileDisconnecting.contains(mid) {
+            d.offlineDone = true
+            phase = .disconnecting(d)
+        }
+        guard d.offlineDone, statistics.inFlight == 0, !d.disconnectSent else { return }
+        d.disconnectSent = true
+        phase = .disconnecting(d)
+        let rc = mosquitto_disconnect(mosq)
+        afterLibraryCall(rc == code(MOSQ_ERR_NO_CONN) ? MOSQ_OK : rc)
+    }
+
+    private func disconnectDeadline() {
+        disconnectTimer = nil
+        guard case .disconnecting(var d) = phase, let mosq else { return }
+        d.deadlineReached = true
+        phase = .disconnecting(d)
+        if !d.disconnectSent {
+            // Still try a proper DISCONNECT (it may fit in the socket buffer); not clean either way.
+            d.disconnectSent = true
+            phase = .disconnecting(d)
+            _ = mosquitto_disconnect(mosq)
+            if mosquitto_socket(mosq) < 0 {  // written and closed at once
+                socketClosed(closeReason(rc: MOSQ_OK))
+                return
+            }
+        }
+        abortSocket()
+        finishDisconnect(clean: false)
+    }
+
+    private func finishDisconnect(clean: Bool) {
+        guard case .disconnecting = phase else { return }
+        for timer in [connectTimer, retryTimer, miscTimer, disconnectTimer] { loop.cancel(timer) }
+        connectTimer = nil
+        retryTimer = nil
+        miscTimer = nil
+        disconnectTimer = nil
+        abortSocket()
+        setLogging(false)
+        statistics.connectedBroker = nil
+        phase = .stopped
+        report(.disconnected(clean: clean))
+        let completion = disconnectCompletion
+        disconnectCompletion = nil
+        completion?()
+    }
+
+    // MARK: Reporting
+
+    private func report(_ event: MQTTConnectionEvent) {
+        delegate?.publisher(self, didReport: event)
+    }
+}
+

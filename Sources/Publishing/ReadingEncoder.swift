@@ -1,0 +1,180 @@
+// The MQTT payload of one reading, written without touching the heap:
+//
+//   {"tag":"kitchen","address":"B0:B4:48:C9:4A:85","model":"cc2650","sensor":"humidity",
+//    "time":"2026-11-22T05:03:07.123Z","seq":17,
+//    "fields":{"temperature":{"value":21.3,"unit":"°C"},"humidity":{"value":45.2,"unit":"%RH"}}}
+//
+// (one line on the wire). The per-tag part up to `"sensor":"` is escaped once, when the encoder is
+// made; per reading the encoder copies it, then writes the sensor name, the time, the sequence
+// number and the fields straight into the caller's `PayloadBuffer`: numbers through the runtime's
+// shortest round-trip printer into the buffer itself, names and units from their static strings.
+// Bit fields (keys, self-test) are `{"value":[0,2]}` without a unit; NaN and infinities are `null`.
+
+import Profiles
+
+/// A fixed-capacity byte buffer that encoders write into and the publisher reads from. Make one
+/// per producer and reuse it: encoding never grows it, so it never reallocates.
+///
+/// Copying the buffer (or keeping `bytes` alive across the next encode) shares its storage, and
+/// the next write would then copy it: keep one owner.
+public struct PayloadBuffer: Sendable {
+    private var storage: [UInt8]
+    /// Bytes of the current payload.
+    public private(set) var count: Int = 0
+
+    public init(capacity: Int) {
+        storage = [UInt8](repeating: 0, count: Swift.max(capacity, 0))
+    }
+
+    /// The fixed size; writes that would not fit are refused, never grown into.
+    public var capacity: Int { storage.count }
+
+    public var isEmpty: Bool { count == 0 }
+
+    /// The current payload (shares storage with the buffer).
+    public var bytes: ArraySlice<UInt8> { storage[0..<count] }
+
+    /// The current payload as text (allocates; for logs and tests).
+    public var text: String { String(decoding: storage[0..<count], as: UTF8.self) }
+
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try storage.withUnsafeBytes { raw in try body(UnsafeRawBufferPointer(rebasing: raw[0..<count])) }
+    }
+
+    public mutating func removeAll() { count = 0 }
+
+    /// Address of the storage, to check in tests that it was never reallocated.
+    var storageAddress: UInt {
+        storage.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
+    }
+
+    /// Replaces the contents with what `body` writes. The caller has checked that `capacity` is
+    /// enough for the most `body` can write.
+    mutating func overwrite(_ body: (inout JSONWriter) -> Void) {
+        count = storage.withUnsafeMutableBufferPointer { buffer -> Int in
+            guard let base = buffer.baseAddress else { return 0 }
+            var w = JSONWriter(base: base)
+            body(&w)
+            return w.count
+        }
+    }
+}
+
+/// A reading did not fit the buffer it was to be encoded into.
+public struct PayloadTooLarge: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Worst-case bytes the payload could need.
+    public let needed: Int
+    public let capacity: Int
+    public var description: String { "payload needs up to \(needed) bytes, buffer holds \(capacity)" }
+}
+
+/// Encodes readings of one tag as JSON. Cheap to keep one per tag; `encode` does not allocate.
+public struct ReadingEncoder: Sendable {
+    public let tag: String
+    public let address: String
+    public let model: Model
+    /// `{"tag":"…","address":"…","model":"…","sensor":"`, escaped.
+    private let prefix: [UInt8]
+
+    public init(tag: String, address: String, model: Model) {
+        self.tag = tag
+        self.address = address
+        self.model = model
+        var p: [UInt8] = []
+        p.append(contentsOf: #"{"tag":""#.utf8)
+        p.append(contentsOf: JSONText.escapedBytes(tag))
+        p.append(contentsOf: #"","address":""#.utf8)
+        p.append(contentsOf: JSONText.escapedBytes(address))
+        p.append(contentsOf: #"","model":""#.utf8)
+        p.append(contentsOf: JSONText.escapedBytes(model.rawValue))
+        p.append(contentsOf: #"","sensor":""#.utf8)
+        prefix = p
+    }
+
+    /// Everything but the fields: prefix, sensor name (≤ 13), `","time":"`, the time, `","seq":`,
+    /// 20 digits, `,"fields":{`, `}}`, with room to spare.
+    private var fixedBound: Int { prefix.count + 128 }
+
+    /// One field: `"name":{"value":` + number (32 bytes of printer scratch) or bit list (≤ 87) +
+    /// `,"unit":"unit"}` + separator.
+    private static func fieldBound(nameBytes: Int, unitBytes: Int) -> Int {
+        escapedBound(nameBytes) + escapedBound(unitBytes) + 128
+    }
+
+    /// The most bytes `encode` can write for `reading`.
+    public func requiredCapacity(for reading: Reading) -> Int {
+        var n = fixedBound
+        for field in reading {
+            let nameBytes = field.name.withUTF8Buffer { $0.count }
+            let unitBytes = field.unit.symbol.withUTF8Buffer { $0.count }
+            n += ReadingEncoder.fieldBound(nameBytes: nameBytes, unitBytes: unitBytes)
+        }
+        return n
+    }
+
+    /// Enough for any reading the profiles produce (nine fields, names up to 32 bytes).
+    public var recommendedCapacity: Int {
+        fixedBound + Reading.maxFields * ReadingEncoder.fieldBound(nameBytes: 32, unitBytes: 8)
+    }
+
+    /// A buffer of `recommendedCapacity`.
+    public func makeBuffer() -> PayloadBuffer { PayloadBuffer(capacity: recommendedCapacity) }
+
+    /// Replaces `buffer`'s contents with the payload of `reading` and returns its length.
+    /// `sequence` is the caller's per-sensor counter; `time` is when the notification arrived.
+    @discardableResult
+    public func encode(_ reading: Reading, sequence: UInt64, time: Timestamp,
+                       into buffer: inout PayloadBuffer) throws(PayloadTooLarge) -> Int {
+        let needed = requiredCapacity(for: reading)
+        guard needed <= buffer.capacity else { throw PayloadTooLarge(needed: needed, capacity: buffer.capacity) }
+        buffer.overwrite { w in
+            prefix.withUnsafeBufferPointer { w.raw($0) }
+            w.escaped(reading.sensor.jsonName)
+            w.raw(#"","time":""#)
+            time.write(to: &w)
+            w.raw(#"","seq":"#)
+            w.integer(sequence)
+            w.raw(#","fields":{"#)
+            var first = true
+            for field in reading {
+                if !first { w.byte(UInt8(ascii: ",")) }
+                first = false
+                w.string(field.name)
+                w.raw(#":{"value":"#)
+                switch field.value {
+                case .number(let v):
+                    w.number(v)
+                    if field.unit != .none {
+                        w.raw(#","unit":"#)
+                        w.string(field.unit.symbol)
+                    }
+                case .bits(let bits):
+                    w.bitIndices(bits)
+                }
+                w.byte(UInt8(ascii: "}"))
+            }
+            w.raw("}}")
+        }
+        return buffer.count
+    }
+}
+
+extension Sensor {
+    /// The sensor's name as a static string (its raw value), so the encoder needs no String.
+    var jsonName: StaticString {
+        switch self {
+        case .temperature: return "temperature"
+        case .accelerometer: return "accelerometer"
+        case .humidity: return "humidity"
+        case .magnetometer: return "magnetometer"
+        case .barometer: return "barometer"
+        case .gyroscope: return "gyroscope"
+        case .movement: return "movement"
+        case .light: return "light"
+        case .keys: return "keys"
+        case .battery: return "battery"
+        case .io: return "io"
+        case .test: return "test"
+        }
+    }
+}

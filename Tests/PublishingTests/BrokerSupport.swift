@@ -1,0 +1,361 @@
+// Test harness: a real mosquitto broker per test (own config, own free loopback port, own temp
+// dir), a mosquitto_sub subscriber whose output the test's own event loop reads, certificates made
+// with the openssl CLI, and a delegate that records what the publisher reports.
+
+import Foundation
+import Glibc
+import Publishing
+import Reactor
+import Testing
+
+enum HarnessError: Error, CustomStringConvertible {
+    case missingTool(String, package: String)
+    case brokerDidNotStart(String)
+    case command(String, status: Int32, output: String)
+
+    var description: String {
+        switch self {
+        case .missingTool(let tool, let package): return "\(tool) not found: apt install \(package) (scripts/install-deps)"
+        case .brokerDidNotStart(let log): return "mosquitto did not start:\n\(log)"
+        case .command(let cmd, let status, let output): return "\(cmd) exited with \(status):\n\(output)"
+        }
+    }
+}
+
+func findTool(_ name: String, package: String) throws -> String {
+    for dir in ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin", "/bin"] {
+        let path = "\(dir)/\(name)"
+        if access(path, X_OK) == 0 { return path }
+    }
+    throw HarnessError.missingTool(name, package: package)
+}
+
+/// Runs a command to completion; throws with its output if it fails.
+@discardableResult
+func run(_ tool: String, _ arguments: [String], in directory: URL? = nil) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool)
+    process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    let output = String(decoding: data, as: UTF8.self)
+    guard process.terminationStatus == 0 else {
+        throw HarnessError.command(([tool] + arguments).joined(separator: " "), status: process.terminationStatus, output: output)
+    }
+    return output
+}
+
+func makeTemporaryDirectory(_ name: String) throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-\(name)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}
+
+/// A loopback port nobody listens on right now.
+func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = 0
+    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return Int(UInt16(bigEndian: addr.sin_port))
+}
+
+func portAcceptsConnections(_ port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in()
+    addr.sin_family = sa_family_t(AF_INET)
+    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+    addr.sin_port = UInt16(port).bigEndian
+    return withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    } == 0
+}
+
+/// A child process started with posix_spawn, with every signal unblocked and at its default
+/// disposition. (Foundation's Process passes on the spawning thread's signal mask, and the test
+/// runner's threads block SIGTERM, so a broker started that way cannot be stopped gracefully;
+/// the runner's ignored SIGPIPE would be inherited too.)
+final class ChildProcess {
+    let pid: pid_t
+    private var exited = false
+
+    /// Starts `path` with `arguments`; stdout goes to `stdout` (a descriptor) or /dev/null, and
+    /// stderr to /dev/null.
+    init(_ path: String, _ arguments: [String], stdout: Int32? = nil) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let stdout {
+            posix_spawn_file_actions_adddup2(&actions, stdout, 1)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { for a in argv { free(a) } }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, path, &actions, &attributes, argv, environ)
+        guard rc == 0 else { throw HarnessError.command(path, status: rc, output: String(cString: strerror(rc))) }
+        pid = child
+    }
+
+    deinit { stop(gracefully: false) }
+
+    var isRunning: Bool {
+        if exited { return false }
+        var status: Int32 = 0
+        if waitpid(pid, &status, WNOHANG) == pid { exited = true }
+        return !exited
+    }
+
+    func signal(_ sig: Int32) { if !exited { kill(pid, sig) } }
+
+    /// SIGTERM and up to 3 s when `gracefully`, then SIGKILL; reaps the child.
+    func stop(gracefully: Bool) {
+        guard isRunning else { return }
+        if gracefully {
+            kill(pid, SIGTERM)
+            for _ in 0..<150 where isRunning { usleep(20_000) }
+        }
+        guard isRunning else { return }
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        exited = true
+    }
+}
+
+/// One mosquitto process with its own configuration in a temporary directory.
+final class TestBroker {
+    let directory: URL
+    let port: Int
+    /// A second, plain listener (for the subscriber when the main one needs TLS or a password).
+    let plainPort: Int?
+    private let configPath: String
+    private var process: ChildProcess?
+
+    struct Options {
+        var passwordFile: (user: String, password: String)?
+        var tls: TestCertificates?
+        var requireClientCertificate = true
+        var plainListener = false
+        var maxInflight: Int?
+    }
+
+    init(_ name: String, options: Options = Options(), port: Int? = nil) throws {
+        directory = try makeTemporaryDirectory(name)
+        self.port = port ?? freePort()
+        plainPort = options.plainListener ? freePort() : nil
+        var lines = [
+            "per_listener_settings false",
+            "persistence false",
+            "log_dest file \(directory.path)/mosquitto.log",
+            "log_type error",
+            "log_type warning",
+            "log_type notice",
+            "log_type information",
+            "user root",  // only used when run as root: keep access to the files below
+        ]
+        if let maxInflight = options.maxInflight { lines.append("max_inflight_messages \(maxInflight)") }
+        if let credentials = options.passwordFile {
+            let path = directory.appendingPathComponent("passwords").path
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+            try run(try findTool("mosquitto_passwd", package: "mosquitto"), ["-b", path, credentials.user, credentials.password])
+            lines += ["allow_anonymous false", "password_file \(path)"]
+        } else {
+            lines.append("allow_anonymous true")
+        }
+        lines.append("listener \(self.port) 127.0.0.1")
+        if let tls = options.tls {
+            lines += ["cafile \(tls.caCertificate)", "certfile \(tls.serverCertificate)", "keyfile \(tls.serverKey)",
+                      "require_certificate \(options.requireClientCertificate)"]
+        }
+        if let plainPort { lines.append("listener \(plainPort) 127.0.0.1") }
+        configPath = directory.appendingPathComponent("mosquitto.conf").path
+        try lines.joined(separator: "\n").appending("\n").write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    var broker: MQTTBroker { MQTTBroker(host: "127.0.0.1", port: port) }
+    var subscriberPort: Int { plainPort ?? port }
+    var log: String { (try? String(contentsOfFile: directory.appendingPathComponent("mosquitto.log").path, encoding: .utf8)) ?? "" }
+
+    func start() throws {
+        let process = try ChildProcess(try findTool("mosquitto", package: "mosquitto"), ["-c", configPath])
+        self.process = process
+        for _ in 0..<250 {
+            if portAcceptsConnections(port) && (plainPort.map(portAcceptsConnections) ?? true) { return }
+            guard process.isRunning else { break }
+            usleep(20_000)
+        }
+        throw HarnessError.brokerDidNotStart(log)
+    }
+
+    /// SIGTERM and wait: the broker closes every connection.
+    func stop() {
+        process?.stop(gracefully: true)
+        process = nil
+    }
+
+    /// SIGSTOP / SIGCONT: the broker keeps its connections but answers nothing.
+    func pause() { process?.signal(SIGSTOP) }
+    func resume() { process?.signal(SIGCONT) }
+}
+
+/// A message as mosquitto_sub printed it.
+struct ReceivedMessage: Equatable, CustomStringConvertible {
+    let topic: String
+    let payload: String
+    let retained: Bool
+    let qos: Int
+    var description: String { "\(topic) \(retained ? "[retained] " : "")\(payload)" }
+}
+
+/// `mosquitto_sub -t '#'`, its stdout watched by the test's event loop (so the test runs one loop
+/// for publisher and subscriber, on one thread).
+final class TestSubscriber {
+    private let process: ChildProcess
+    private let readFD: Int32
+    private let loop: EventLoop
+    private var pending: [UInt8] = []
+    private(set) var messages: [ReceivedMessage] = []
+    private(set) var subscribed = false
+    private(set) var exited = false
+
+    init(loop: EventLoop, port: Int, topic: String = "#", credentials: (String, String)? = nil) throws {
+        self.loop = loop
+        var arguments = ["-oL", try findTool("mosquitto_sub", package: "mosquitto-clients"),  // line-buffered stdout
+                         "-d", "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-q", "1", "-F", #"MSG\t%r\t%q\t%t\t%p"#]
+        if let (user, password) = credentials { arguments += ["-u", user, "-P", password] }
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw SystemError("pipe") }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }  // the child gets it through dup2 only
+        defer { close(fds[1]) }
+        process = try ChildProcess(try findTool("stdbuf", package: "coreutils"), arguments, stdout: fds[1])
+        readFD = fds[0]
+        _ = fcntl(readFD, F_SETFL, fcntl(readFD, F_GETFL) | O_NONBLOCK)
+        try loop.watch(readFD, .readable) { [weak self] _ in self?.readAvailable() }
+    }
+
+    deinit {
+        loop.unwatch(readFD)
+        close(readFD)
+        process.stop(gracefully: false)
+    }
+
+    /// Runs `loop` until the subscription is acknowledged.
+    func waitUntilSubscribed(limit: Duration = .seconds(5)) -> Bool {
+        loop.run(until: { self.subscribed || self.exited }, limit: limit) && subscribed
+    }
+
+    func messages(on topic: String) -> [ReceivedMessage] { messages.filter { $0.topic == topic } }
+
+    private func readAvailable() {
+        let fd = readFD
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n > 0 {
+                pending.append(contentsOf: chunk[0..<n])
+                continue
+            }
+            if n == 0 {
+                exited = true
+                loop.unwatch(fd)
+            }
+            break
+        }
+        while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+            let line = String(decoding: pending[..<newline], as: UTF8.self)
+            pending.removeSubrange(...newline)
+            parse(line)
+        }
+    }
+
+    private func parse(_ line: String) {
+        if line.hasPrefix("Subscribed (mid:") { subscribed = true }
+        guard line.hasPrefix("MSG\t") else { return }
+        let parts = line.split(separator: "\t", maxSplits: 4, omittingEmptySubsequences: false)
+        guard parts.count == 5 else { return }
+        messages.append(ReceivedMessage(topic: String(parts[3]), payload: String(parts[4]), retained: parts[1] == "1",
+                                        qos: Int(parts[2]) ?? -1))
+    }
+}
+
+/// CA, server and client certificates made with the openssl CLI (EC P-256, valid two days), plus
+/// an unrelated CA for the wrong-CA test.
+struct TestCertificates {
+    let directory: URL
+    var caCertificate: String { directory.appendingPathComponent("ca.crt").path }
+    var serverCertificate: String { directory.appendingPathComponent("server.crt").path }
+    var serverKey: String { directory.appendingPathComponent("server.key").path }
+    var clientCertificate: String { directory.appendingPathComponent("client.crt").path }
+    var clientKey: String { directory.appendingPathComponent("client.key").path }
+    var otherCACertificate: String { directory.appendingPathComponent("other-ca.crt").path }
+
+    static func make() throws -> TestCertificates {
+        let openssl = try findTool("openssl", package: "openssl")
+        let dir = try makeTemporaryDirectory("tls")
+        let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try run(openssl, ["req", "-x509"] + ec + ["-keyout", "ca.key", "-out", "ca.crt", "-days", "2",
+                                                 "-subj", "/CN=collectord test CA"], in: dir)
+        try run(openssl, ["req", "-x509"] + ec + ["-keyout", "other-ca.key", "-out", "other-ca.crt", "-days", "2",
+                                                 "-subj", "/CN=collectord unrelated CA"], in: dir)
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n"
+            .write(to: dir.appendingPathComponent("server.ext"), atomically: true, encoding: .utf8)
+        try "extendedKeyUsage=clientAuth\n".write(to: dir.appendingPathComponent("client.ext"), atomically: true, encoding: .utf8)
+        for (name, cn) in [("server", "localhost"), ("client", "collectord test client")] {
+            try run(openssl, ["req"] + ec + ["-keyout", "\(name).key", "-out", "\(name).csr", "-subj", "/CN=\(cn)"], in: dir)
+            try run(openssl, ["x509", "-req", "-in", "\(name).csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+                              "-out", "\(name).crt", "-days", "2", "-extfile", "\(name).ext"], in: dir)
+        }
+        return TestCertificates(directory: dir)
+    }
+}
+
+/// Records everything the publisher reports.
+final class Recorder: MQTTPublisherDelegate {
+    var events: [MQTTConnectionEvent] = []
+    var delivered: [Int32] = []
+    var readyCount = 0
+    var logs: [String] = []
+    var onReady: ((MQTTPublisher) -> Void)?
+
+    func publisher(_ publisher: MQTTPublisher, didReport event: MQTTConnectionEvent) { events.append(event) }
+    func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) { delivered.append(mid) }
+    func publisherIsReady(_ publisher: MQTTPublisher) {
+        readyCount += 1
+        onReady?(publisher)
+    }
+    func publisher(_ publisher: MQTTPublisher, log level: MQTTLogLevel, message: String) { logs.append(message) }
+
+    func count(_ name: String) -> Int { events.filter { $0.name == name }.count }
+    var failures: [MQTTError] { events.compactMap(\.reason) }
+    var retryDelays: [Duration] { events.compactMap { if case .retrying(let d, _) = $0 { return d } else { return nil } } }
+    var summary: String { events.map(\.description).joined(separator: "\n") }
+}

@@ -1,0 +1,230 @@
+// Topics, control payloads and Home Assistant discovery.
+
+import Foundation
+@testable import Profiles
+@testable import Publishing
+import Reactor
+import Testing
+
+@Suite("Topics and control payloads")
+struct TopicTests {
+    @Test("topic layout")
+    func layout() throws {
+        let t = try Topics(prefix: "home/collectord", client: "pi-kitchen")
+        #expect(t.reading(tag: "kitchen", sensor: .humidity) == "home/collectord/kitchen/humidity")
+        #expect(t.availability(tag: "kitchen") == "home/collectord/kitchen/availability")
+        #expect(t.status == "home/collectord/pi-kitchen/status")
+        #expect(t.events == "home/collectord/pi-kitchen/events")
+        #expect(t.stats == "home/collectord/pi-kitchen/stats")
+    }
+
+    @Test("names that cannot be a topic level are refused with a reason")
+    func validation() {
+        #expect(throws: TopicError.self) { try Topics.validateLevel("a/b") }
+        #expect(throws: TopicError.self) { try Topics.validateLevel("a+b") }
+        #expect(throws: TopicError.self) { try Topics.validateLevel("#") }
+        #expect(throws: TopicError.self) { try Topics.validateLevel("") }
+        #expect(throws: TopicError.self) { try Topics(prefix: "a//b", client: "c") }
+        #expect(throws: TopicError.self) { try Topics(prefix: "/a", client: "c") }
+        #expect(throws: TopicError.self) { try Topics(prefix: "a", client: "c/d") }
+        #expect((try? Topics.validateLevel("kitchen north")) != nil)
+        do {
+            try Topics.validateLevel("lab/1", what: "tag name")
+        } catch {
+            #expect(error.description == #"tag name "lab/1" contains "/", which MQTT topics do not allow there"#)
+        }
+    }
+
+    @Test("status, event and statistics payloads")
+    func controlPayloads() throws {
+        #expect(ControlPayloads.online == Array("online".utf8))
+        #expect(ControlPayloads.offline == Array("offline".utf8))
+        let time = Timestamp(millisecondsSinceEpoch: 1_795_323_787_123)
+        let event = ControlPayloads.event("give_up", time: time, tag: "kitchen", address: "B0:B4:48:C9:4A:85",
+                                          detail: "no advertisement for 60 s", attributes: [("attempts", 5)])
+        #expect(String(decoding: event, as: UTF8.self)
+            == #"{"time":"2026-11-22T05:03:07.123Z","event":"give_up","tag":"kitchen","address":"B0:B4:48:C9:4A:85","detail":"no advertisement for 60 s","attempts":5}"#)
+        let broker = MQTTBroker(host: "10.0.0.2", port: 8883)
+        let lost = ControlPayloads.event(.connectionLost(broker, MQTTError(kind: .network, code: 7, message: "connection closed by the broker")), time: time)
+        #expect(String(decoding: lost, as: UTF8.self)
+            == #"{"time":"2026-11-22T05:03:07.123Z","event":"connection_lost","detail":"connection closed by the broker","broker":"10.0.0.2:8883"}"#)
+        let retry = ControlPayloads.event(.retrying(in: .milliseconds(750), next: broker), time: time)
+        #expect(String(decoding: retry, as: UTF8.self).hasSuffix(#""event":"retrying","broker":"10.0.0.2:8883","retry_ms":750}"#))
+
+        var stats = PublisherStatistics()
+        stats.handedOff = 10
+        stats.delivered = 9
+        stats.inFlight = 1
+        stats.connectedBroker = broker
+        let payload = ControlPayloads.stats(time: time, uptime: .seconds(3600), publisher: stats,
+                                            extra: [("tags", .object([("kitchen", .object([("connected", true), ("rssi", -71)]))]))])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any])
+        #expect(object["uptime_s"] as? Int == 3600)
+        let mqtt = try #require(object["mqtt"] as? [String: Any])
+        #expect(mqtt["connected"] as? Bool == true)
+        #expect(mqtt["broker"] as? String == "10.0.0.2:8883")
+        #expect(mqtt["published"] as? Int == 10)
+        #expect(mqtt["in_flight"] as? Int == 1)
+        #expect(((object["tags"] as? [String: Any])?["kitchen"] as? [String: Any])?["rssi"] as? Int == -71)
+    }
+
+    @Test("JSONValue escapes and keeps key order")
+    func jsonValue() {
+        let v: JSONValue = .object([("b", 1), ("a", "x\"y\u{0}"), ("c", [true, .null, 2.5, .number(.nan)])])
+        #expect(v.text == #"{"b":1,"a":"x\"y\u0000","c":[true,null,2.5,null]}"#)
+    }
+
+    @Test("backoff: exponential, capped, jitter within bounds")
+    func backoff() {
+        let b = ReconnectBackoff(initial: .milliseconds(500), maximum: .seconds(60), multiplier: 2, jitter: 0.5)
+        #expect(b.nominalDelay(afterFailures: 1) == .milliseconds(500))
+        #expect(b.nominalDelay(afterFailures: 2) == .seconds(1))
+        #expect(b.nominalDelay(afterFailures: 5) == .seconds(8))
+        #expect(b.nominalDelay(afterFailures: 8) == .seconds(60))
+        #expect(b.nominalDelay(afterFailures: 1000) == .seconds(60))
+        var rng = SplitMix64(seed: 3)
+        var seen = Set<Int64>()
+        for n in 1...12 {
+            for _ in 0..<100 {
+                let d = b.delay(afterFailures: n, using: &rng)
+                let nominal = b.nominalDelay(afterFailures: n)
+                #expect(d <= nominal && d.nanosecondsClamped >= nominal.nanosecondsClamped / 2)
+                seen.insert(d.milliseconds)
+            }
+        }
+        #expect(seen.count > 500, "jitter spreads the delays")
+    }
+
+    @Test("credentials never show the password")
+    func credentials() {
+        let c = MQTTCredentials(username: "collectord", password: "hunter2")
+        #expect("\(c)" == "username collectord, password <redacted>")
+        var dumped = ""
+        dump(c, to: &dumped)
+        #expect(!dumped.contains("hunter2") && !String(reflecting: c).contains("hunter2"))
+    }
+}
+
+@Suite("Home Assistant discovery")
+struct DiscoveryTests {
+    let topics = try! Topics(prefix: "collectord", client: "pi")
+    var discovery: HomeAssistantDiscovery { HomeAssistantDiscovery(topics: topics, softwareVersion: "0.1.0") }
+    let device = HomeAssistantDiscovery.Device(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2650, firmware: "1.50 (Jun 12 2018)")
+
+    func parse(_ m: DiscoveryMessage) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any], "\(m.topic)")
+    }
+
+    /// Device classes of HA's sensor platform and the units each accepts (the ones we use).
+    static let sensorUnits: [String: Set<String>] = [
+        "temperature": ["°C", "°F", "K"], "humidity": ["%"], "pressure": ["hPa", "Pa", "kPa", "bar", "mbar", "mmHg", "inHg", "psi", "cbar", "inH₂O", "mmH₂O"],
+        "illuminance": ["lx"], "battery": ["%"],
+    ]
+
+    @Test("fields of every sensor of every model are found through the profiles")
+    func fields() throws {
+        for model in Model.allCases {
+            for profile in SensorProfile.all(for: model) {
+                let fields = try #require(HomeAssistantDiscovery.fields(model: model, sensor: profile.sensor), "\(model) \(profile.sensor)")
+                #expect(!fields.isEmpty)
+            }
+        }
+        #expect(HomeAssistantDiscovery.fields(model: .cc2650, sensor: .movement)?.map(\.name)
+            == ["gyro_x", "gyro_y", "gyro_z", "accel_x", "accel_y", "accel_z", "mag_x", "mag_y", "mag_z"])
+        #expect(HomeAssistantDiscovery.fields(model: .cc2541, sensor: .movement) == nil)
+    }
+
+    @Test("every config has what Home Assistant requires of an MQTT sensor / binary sensor and parses as JSON")
+    func requiredKeys() throws {
+        for model in Model.allCases {
+            let d = HomeAssistantDiscovery.Device(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: model, firmware: "1.50")
+            let messages = discovery.configs(for: d, sensors: Sensor.allCases)
+            #expect(messages.count >= 10)
+            var uniqueIDs = Set<String>()
+            for m in messages {
+                let c = try parse(m)
+                let parts = m.topic.split(separator: "/")
+                #expect(parts.count == 5 && parts[0] == "homeassistant" && parts[2] == "sensortag_b0b448c94a85" && parts[4] == "config")
+                #expect(parts[1] == "sensor" || parts[1] == "binary_sensor")
+                #expect(parts[3].allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
+                // Required by the MQTT sensor schema, and for the device registry (unique_id + device).
+                let stateTopic = try #require(c["state_topic"] as? String)
+                #expect(stateTopic.hasPrefix("collectord/kitchen/"))
+                let uniqueID = try #require(c["unique_id"] as? String)
+                #expect(uniqueIDs.insert(uniqueID).inserted, "unique_id \(uniqueID) repeated")
+                #expect((c["name"] as? String)?.isEmpty == false)
+                let template = try #require(c["value_template"] as? String)
+                #expect(template.contains("value_json.fields."))
+                let device = try #require(c["device"] as? [String: Any])
+                #expect(device["identifiers"] as? [String] == ["sensortag_b0b448c94a85"])
+                #expect(device["connections"] as? [[String]] == [["bluetooth", "b0:b4:48:c9:4a:85"]])
+                #expect(device["name"] as? String == "kitchen")
+                #expect(device["manufacturer"] as? String == "Texas Instruments")
+                #expect((device["model"] as? String)?.contains("SensorTag") == true)
+                #expect(device["sw_version"] as? String == "1.50")
+                #expect((c["origin"] as? [String: Any])?["name"] as? String == "collectord")
+                let availability = try #require(c["availability"] as? [[String: Any]])
+                #expect(availability.map { $0["topic"] as? String } == ["collectord/pi/status", "collectord/kitchen/availability"])
+                #expect(availability.allSatisfy { $0["payload_available"] as? String == "online" && $0["payload_not_available"] as? String == "offline" })
+                #expect(c["availability_mode"] as? String == "all")
+                #expect(c["availability_topic"] == nil, "availability and availability_topic are exclusive")
+                if parts[1] == "binary_sensor" {
+                    #expect(c["payload_on"] as? String == "ON" && c["payload_off"] as? String == "OFF")
+                    #expect(template.hasPrefix("{{ 'ON' if "))
+                } else if let deviceClass = c["device_class"] as? String {
+                    let unit = try #require(c["unit_of_measurement"] as? String)
+                    #expect(Self.sensorUnits[deviceClass]?.contains(unit) == true, "\(deviceClass) with \(unit)")
+                    #expect(c["state_class"] as? String == "measurement")
+                }
+                let allowed: Set<String> = ["name", "unique_id", "state_topic", "value_template", "unit_of_measurement", "device_class",
+                                            "state_class", "entity_category", "payload_on", "payload_off", "availability",
+                                            "availability_mode", "device", "origin"]
+                #expect(Set(c.keys).isSubset(of: allowed), "\(Set(c.keys).subtracting(allowed))")
+            }
+        }
+    }
+
+    @Test("the humidity sensor's configs, in full")
+    func humidity() throws {
+        let messages = discovery.configs(for: device, sensors: [.humidity])
+        #expect(messages.map(\.topic) == ["homeassistant/sensor/sensortag_b0b448c94a85/humidity_temperature/config",
+                                          "homeassistant/sensor/sensortag_b0b448c94a85/humidity_humidity/config"])
+        let t = try parse(messages[0])
+        #expect(t["device_class"] as? String == "temperature")
+        #expect(t["unit_of_measurement"] as? String == "°C")
+        #expect(t["value_template"] as? String == "{{ value_json.fields.temperature.value }}")
+        #expect(t["state_topic"] as? String == "collectord/kitchen/humidity")
+        #expect(t["unique_id"] as? String == "collectord_sensortag_b0b448c94a85_humidity_temperature")
+        let h = try parse(messages[1])
+        #expect(h["device_class"] as? String == "humidity")
+        #expect(h["unit_of_measurement"] as? String == "%")
+        #expect(messages.allSatisfy { $0.retain })
+    }
+
+    @Test("device classes: none for g, °/s and µT; battery, illuminance and pressure where they fit")
+    func deviceClasses() throws {
+        var classes: [String: String?] = [:]
+        for m in discovery.configs(for: device, sensors: Sensor.allCases) {
+            let c = try parse(m)
+            classes[String(m.topic.split(separator: "/")[3])] = c["device_class"] as? String
+        }
+        #expect(classes["movement_accel_x"] == .some(nil))
+        #expect(classes["movement_gyro_z"] == .some(nil))
+        #expect(classes["movement_mag_y"] == .some(nil))
+        #expect(classes["light_illuminance"] == "illuminance")
+        #expect(classes["battery_level"] == "battery")
+        #expect(classes["barometer_pressure"] == "pressure")
+        #expect(classes["temperature_object"] == "temperature")
+        #expect(classes["keys_pressed_0"] == .some(nil))
+        #expect(classes.keys.contains("keys_pressed_2"))
+    }
+
+    @Test("removing a tag clears every config topic and its availability")
+    func removal() {
+        let configs = discovery.configs(for: device, sensors: Sensor.allCases)
+        let removals = discovery.removals(for: device)
+        #expect(removals.count == configs.count + 1)
+        #expect(Set(removals.map(\.topic)) == Set(configs.map(\.topic) + ["collectord/kitchen/availability"]))
+        #expect(removals.allSatisfy { $0.payload.isEmpty && $0.retain })
+    }
+}

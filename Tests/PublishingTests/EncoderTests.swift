@@ -1,0 +1,264 @@
+// ReadingEncoder: the exact payload, escaping, shortest round-trip numbers, UTC time, and no heap
+// allocation per reading.
+
+import Foundation
+import Glibc
+@testable import Profiles
+@testable import Publishing
+import Testing
+
+/// SplitMix64: deterministic inputs.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+func reading(_ sensor: Sensor, _ fields: [Field]) -> Reading {
+    let raw: [UInt8] = [1, 2, 3]
+    var r = Reading(sensor, raw: raw.span.bytes)
+    for f in fields { r.append(f) }
+    return r
+}
+
+/// JSON number grammar (RFC 8259 §6).
+func isJSONNumber(_ s: String) -> Bool {
+    var it = Array(s.utf8)[...]
+    func digit(_ c: UInt8?) -> Bool { c.map { $0 >= 48 && $0 <= 57 } ?? false }
+    if it.first == UInt8(ascii: "-") { it = it.dropFirst() }
+    guard let first = it.first, digit(first) else { return false }
+    if first == UInt8(ascii: "0") { it = it.dropFirst() } else { while digit(it.first) { it = it.dropFirst() } }
+    if it.first == UInt8(ascii: ".") {
+        it = it.dropFirst()
+        guard digit(it.first) else { return false }
+        while digit(it.first) { it = it.dropFirst() }
+    }
+    if it.first == UInt8(ascii: "e") || it.first == UInt8(ascii: "E") {
+        it = it.dropFirst()
+        if it.first == UInt8(ascii: "+") || it.first == UInt8(ascii: "-") { it = it.dropFirst() }
+        guard digit(it.first) else { return false }
+        while digit(it.first) { it = it.dropFirst() }
+    }
+    return it.isEmpty
+}
+
+@Suite("Reading encoder")
+struct EncoderTests {
+    let time = Timestamp(millisecondsSinceEpoch: 1_795_323_787_123)  // 2026-11-22T05:03:07.123Z
+
+    @Test("the payload of the specification, byte for byte")
+    func exactPayload() throws {
+        let encoder = ReadingEncoder(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2650)
+        var buffer = encoder.makeBuffer()
+        let r = reading(.humidity, [Field("temperature", 21.3, .celsius), Field("humidity", 45.2, .percentRH)])
+        let n = try encoder.encode(r, sequence: 17, time: time, into: &buffer)
+        let expected = #"{"tag":"kitchen","address":"B0:B4:48:C9:4A:85","model":"cc2650","sensor":"humidity","time":"2026-11-22T05:03:07.123Z","seq":17,"fields":{"temperature":{"value":21.3,"unit":"°C"},"humidity":{"value":45.2,"unit":"%RH"}}}"#
+        #expect(buffer.text == expected)
+        #expect(n == expected.utf8.count)
+    }
+
+    @Test("bit fields are index lists without a unit; NaN and infinities are null; single-letter names work")
+    func bitsAndSpecialValues() throws {
+        let encoder = ReadingEncoder(tag: "t", address: "A", model: .cc2541)
+        var buffer = encoder.makeBuffer()
+        try encoder.encode(reading(.keys, [Field("pressed", bits: 0b101)]), sequence: 0, time: time, into: &buffer)
+        #expect(buffer.text.hasSuffix(#""seq":0,"fields":{"pressed":{"value":[0,2]}}}"#))
+        try encoder.encode(reading(.io, [Field("passed", bits: 0)]), sequence: UInt64.max, time: time, into: &buffer)
+        #expect(buffer.text.hasSuffix(#""seq":18446744073709551615,"fields":{"passed":{"value":[]}}}"#))
+        try encoder.encode(reading(.test, [Field("passed", bits: UInt32.max)]), sequence: 1, time: time, into: &buffer)
+        let all = (0..<32).map(String.init).joined(separator: ",")
+        #expect(buffer.text.hasSuffix(#"{"passed":{"value":[\#(all)]}}}"#))
+        try encoder.encode(reading(.accelerometer, [Field("x", .nan, .g), Field("y", .infinity, .g), Field("z", -0.0, .g)]),
+                           sequence: 2, time: time, into: &buffer)
+        #expect(buffer.text.hasSuffix(#""fields":{"x":{"value":null,"unit":"g"},"y":{"value":null,"unit":"g"},"z":{"value":-0.0,"unit":"g"}}}"#))
+        try encoder.encode(reading(.battery, [Field("level", 100, .percent)]), sequence: 3, time: time, into: &buffer)
+        #expect(buffer.text.hasSuffix(#"{"level":{"value":100.0,"unit":"%"}}}"#))
+        // Every payload parses as JSON.
+        #expect((try? JSONSerialization.jsonObject(with: Data(buffer.bytes))) != nil)
+    }
+
+    @Test("tag names and addresses are JSON-escaped")
+    func escaping() throws {
+        let tag = "quote\" back\\slash\nnew\tline\u{01}\u{1F} ünïcødé 🌡"
+        let encoder = ReadingEncoder(tag: tag, address: "B0:B4:48:C9:4A:85\u{7F}", model: .cc1350)
+        var buffer = encoder.makeBuffer()
+        try encoder.encode(reading(.light, [Field("illuminance", 1234.56, .lux)]), sequence: 5, time: time, into: &buffer)
+        #expect(buffer.text.hasPrefix(#"{"tag":"quote\" back\\slash\nnew\tline\u0001\u001f ünïcødé 🌡","address":"B0:B4:48:C9:4A:85"#))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer.bytes)) as? [String: Any])
+        #expect(object["tag"] as? String == tag)
+        #expect(object["address"] as? String == "B0:B4:48:C9:4A:85\u{7F}")
+        #expect(object["model"] as? String == "cc1350")
+        #expect(object["seq"] as? Int == 5)
+        let fields = try #require(object["fields"] as? [String: Any])
+        let light = try #require(fields["illuminance"] as? [String: Any])
+        #expect(light["value"] as? Double == 1234.56)
+        #expect(light["unit"] as? String == "lux")
+    }
+
+    @Test("sensor names in payloads are the sensors' raw values")
+    func sensorNames() {
+        for sensor in Sensor.allCases { #expect(sensor.jsonName.description == sensor.rawValue) }
+    }
+
+    @Test("every profile's readings encode to JSON that parses back to the same values")
+    func everyProfile() throws {
+        var rng = SplitMix64(seed: 7)
+        let encoder = ReadingEncoder(tag: "bench", address: "B0:B4:48:C9:4A:85", model: .cc2650)
+        var buffer = encoder.makeBuffer()
+        var settings = SensorSettings()
+        settings.barometerCalibration = .init(c1: 45697, c2: 25592, c3: 48894, c4: 36174, c5: 6985, c6: 1990, c7: -2369, c8: 5542)
+        var encoded = 0
+        for model in [Model.cc2541, .cc2650] {
+            for profile in SensorProfile.all(for: model) {
+                let length: Int
+                switch profile.dataLength {
+                case .exactly(let n): length = n
+                case .either(let a, _): length = a
+                case .range(_, let hi): length = hi
+                }
+                for _ in 0..<200 {
+                    let payload = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                    guard let r = try? profile.decode(payload.span.bytes, settings: settings) else { continue }
+                    try encoder.encode(r, sequence: 1, time: time, into: &buffer)
+                    let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer.bytes)) as? [String: Any])
+                    let fields = try #require(object["fields"] as? [String: Any])
+                    #expect(fields.count == r.count)
+                    for field in r {
+                        let entry = try #require(fields[field.name.description] as? [String: Any])
+                        switch field.value {
+                        case .number(let v):
+                            // Foundation's JSON parser on Linux is not correctly rounded, so the
+                            // number is checked as text (round-tripping is tested with strtod below).
+                            let text = v.isFinite ? v.description : "null"
+                            #expect(buffer.text.contains(#""\#(field.name)":{"value":\#(text),"unit":"#))
+                            #expect(entry["unit"] as? String == field.unit.symbol.description)
+                        case .bits(let b):
+                            #expect(entry["value"] as? [Int] == (0..<32).filter { b & (1 << $0) != 0 })
+                            #expect(entry["unit"] == nil)
+                        }
+                    }
+                    encoded += 1
+                }
+            }
+        }
+        #expect(encoded > 2000)
+    }
+
+    @Test("a buffer too small is refused, never grown")
+    func tooSmall() {
+        let encoder = ReadingEncoder(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2650)
+        var buffer = PayloadBuffer(capacity: 64)
+        let r = reading(.humidity, [Field("temperature", 21.3, .celsius)])
+        #expect(throws: PayloadTooLarge.self) { try encoder.encode(r, sequence: 1, time: time, into: &buffer) }
+        #expect(buffer.capacity == 64 && buffer.isEmpty)
+        #expect(encoder.requiredCapacity(for: r) <= encoder.recommendedCapacity)
+    }
+}
+
+@Suite("Numbers and time")
+struct NumberAndTimeTests {
+    /// Formats `v` with the payload writer and returns the text.
+    func format(_ v: Double) -> String {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
+            var w = JSONWriter(base: buffer.baseAddress!)
+            w.number(v)
+            return String(decoding: UnsafeBufferPointer(start: buffer.baseAddress, count: w.count), as: UTF8.self)
+        }
+    }
+
+    func checkRoundTrip(_ v: Double, _ text: String) -> Bool {
+        guard isJSONNumber(text) else { return false }
+        let parsed = text.withCString { strtod($0, nil) }
+        return parsed.bitPattern == v.bitPattern
+    }
+
+    @Test("edge cases: shortest text that reads back exactly")
+    func edgeCases() {
+        let cases: [(Double, String)] = [
+            (0, "0.0"), (-0.0, "-0.0"), (1, "1.0"), (-1, "-1.0"), (0.1, "0.1"), (21.3, "21.3"), (45.2, "45.2"),
+            (1.0 / 3, "0.3333333333333333"), (100, "100.0"), (1e-5, "1e-05"), (0.0001, "0.0001"),
+            (1e16, "1e+16"), (9_007_199_254_740_992, "9007199254740992.0"), (123456789012345680, "1.2345678901234568e+17"),
+            (Double.leastNonzeroMagnitude, "5e-324"), (Double.greatestFiniteMagnitude, "1.7976931348623157e+308"),
+            (Double.leastNormalMagnitude, "2.2250738585072014e-308"), (Double.ulpOfOne, "2.220446049250313e-16"),
+            (-1234.5678, "-1234.5678"), (0.30000000000000004, "0.30000000000000004"),
+            (.nan, "null"), (-.nan, "null"), (.infinity, "null"), (-.infinity, "null"), (.signalingNaN, "null"),
+        ]
+        for (v, expected) in cases {
+            let text = format(v)
+            #expect(text == expected, "\(v)")
+            if v.isFinite { #expect(checkRoundTrip(v, text), "\(text)") }
+        }
+    }
+
+    @Test("three million random doubles round-trip and match Double.description")
+    func randomRoundTrip() {
+        var rng = SplitMix64(seed: 0xC011EC70)
+        var failures: [String] = []
+        var checked = 0
+        // Uniform bit patterns: every exponent, subnormals, NaN payloads.
+        for _ in 0..<2_000_000 {
+            let v = Double(bitPattern: rng.next())
+            let text = format(v)
+            if !v.isFinite {
+                if text != "null" { failures.append("\(v.bitPattern) → \(text)") }
+                continue
+            }
+            if !checkRoundTrip(v, text) || text != v.description { failures.append("\(v.bitPattern) → \(text)") }
+            checked += 1
+        }
+        // Values like the sensors produce: raw integers times scale factors.
+        for _ in 0..<1_000_000 {
+            let raw = Double(Int16(truncatingIfNeeded: rng.next()))
+            let scale = [0.03125, 1.0 / 65536 * 165, 0.01, 1.0 / 4096, 0.15, 250.0 / 65536, 4912.0 / 32760][Int(rng.next() % 7)]
+            let v = raw * scale - (rng.next() % 2 == 0 ? 40 : 0)
+            let text = format(v)
+            if !checkRoundTrip(v, text) || text != v.description { failures.append("\(v) → \(text)") }
+            checked += 1
+        }
+        #expect(failures.isEmpty, "\(failures.prefix(10))")
+        #expect(checked > 2_900_000)
+    }
+
+    @Test("civil date conversion agrees with gmtime_r over ±10 000 years and at the edges")
+    func civilDates() {
+        var rng = SplitMix64(seed: 42)
+        let edges: [Int64] = [0, -1, 86_399_999, 86_400_000, 951_782_400_000 /* 2000-02-29 */, 4_107_542_400_000 /* 2100-03-01 */,
+                              -62_135_596_800_000 /* 0001-01-01 */, 253_402_300_799_999 /* 9999-12-31T23:59:59.999 */,
+                              1_795_323_787_123]
+        var samples = edges
+        for _ in 0..<500_000 {
+            samples.append(Int64(bitPattern: rng.next() % 253_402_300_800_000) - (rng.next() % 2 == 0 ? 0 : 62_135_596_800_000))
+        }
+        var mismatches: [Int64] = []
+        for ms in samples {
+            let c = Timestamp(millisecondsSinceEpoch: ms).civil
+            var seconds = time_t(ms >= 0 ? ms / 1000 : (ms - 999) / 1000)
+            var tm = Glibc.tm()
+            gmtime_r(&seconds, &tm)
+            let msPart = Int(((ms % 1000) + 1000) % 1000)
+            if c.year != Int(tm.tm_year) + 1900 || c.month != Int(tm.tm_mon) + 1 || c.day != Int(tm.tm_mday)
+                || c.hour != Int(tm.tm_hour) || c.minute != Int(tm.tm_min) || c.second != Int(tm.tm_sec) || c.millisecond != msPart {
+                mismatches.append(ms)
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
+        #expect(Timestamp(millisecondsSinceEpoch: 1_795_323_787_123).description == "2026-11-22T05:03:07.123Z")
+        #expect(Timestamp(millisecondsSinceEpoch: 0).description == "1970-01-01T00:00:00.000Z")
+        #expect(Timestamp(millisecondsSinceEpoch: -1).description == "1969-12-31T23:59:59.999Z")
+        #expect(Timestamp(millisecondsSinceEpoch: 951_782_400_000).description == "2000-02-29T00:00:00.000Z")
+    }
+
+    @Test("now() is CLOCK_REALTIME")
+    func now() {
+        let before = Int64(Glibc.time(nil)) * 1000
+        let t = Timestamp.now().millisecondsSinceEpoch
+        let after = (Int64(Glibc.time(nil)) + 1) * 1000
+        #expect(t >= before && t <= after)
+    }
+}
