@@ -276,9 +276,17 @@ public final class Spool {
         guard dirFD >= 0 else { throw SpoolError(.system(.openDirectory, errno: errno), path: directory) }
         lockFD = openat(dirFD, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o640)
         guard lockFD >= 0 else { throw SpoolError(.system(.open, errno: errno), path: path("lock")) }
-        if flock(lockFD, LOCK_EX | LOCK_NB) != 0 {
+        // A holder that is going away (the previous daemon exiting, or a child between fork and
+        // exec that still shares the lock's open file description) lets go within moments: retry
+        // for up to 500 ms before calling the spool locked.
+        var attempts = 0
+        while flock(lockFD, LOCK_EX | LOCK_NB) != 0 {
             let e = errno
-            throw SpoolError(e == EWOULDBLOCK ? .locked : .system(.lock, errno: e), path: directory)
+            attempts += 1
+            guard e == EWOULDBLOCK, attempts < 50 else {
+                throw SpoolError(e == EWOULDBLOCK ? .locked : .system(.lock, errno: e), path: directory)
+            }
+            usleep(10_000)
         }
         try recover()
         isOpen = true

@@ -1,13 +1,14 @@
 import ArgumentParser
 
-/// The `collectord` command. `run` (the daemon) becomes the default subcommand with issue #4.
+/// The `collectord` command; `run`, the daemon, is the default subcommand.
 @main
 struct Collectord: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "collectord",
         abstract: "Streams TI SensorTag readings from Bluetooth LE to MQTT.",
         version: CollectordVersion.string,
-        subcommands: [CheckConfig.self, Decode.self, Scan.self, Emulate.self, Version.self]
+        subcommands: [Run.self, CheckConfig.self, Decode.self, Scan.self, Emulate.self, Version.self],
+        defaultSubcommand: Run.self
     )
 }
 

@@ -1,0 +1,234 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Acquisition
+import Configuration
+import Profiles
+import Publishing
+
+/// The daemon: one event loop, the Bluetooth fleet on one side, the MQTT publication on the
+/// other, and the process lifecycle around them (systemd notifications, SIGHUP reload, SIGTERM
+/// clean stop within two seconds, periodic statistics).
+final class Daemon: TagSupervisorDelegate {
+    private let path: String
+    private var config: DaemonConfiguration
+    private let loop: EventLoop
+    private let notifier = SystemdNotifier()
+    private let fleet: TagFleet
+    private var publication: Publication
+    private let started: Instant
+    private var statsTimer: TimerID?
+    private var stopping = false
+    private(set) var exitStatus: Int32 = 0
+
+    /// In-process emulated tags, one per configured tag, when run with `--emulated-tags`.
+    private var emulation: TagEmulation?
+
+    init(path: String, configuration: DaemonConfiguration, emulatedTags: Bool = false) throws {
+        self.path = path
+        self.config = configuration
+        loop = try EventLoop()
+        started = loop.now
+        publication = try Publication(configuration: configuration, loop: loop)
+        if emulatedTags {
+            let emulation = TagEmulation(loop: loop)
+            self.emulation = emulation
+            fleet = TagFleet(loop: loop, connector: emulation.air, monitor: emulation.air)
+        } else {
+            fleet = TagFleet(loop: loop, adapter: configuration.adapter)
+        }
+        fleet.backoff = configuration.reconnect
+        fleet.delegate = self
+        Log.threshold = Log.Level(rawValue: configuration.logLevel.rawValue) ?? .info
+        publication.onEvent = { [weak self] event in self?.mqttEvent(event) }
+        fleet.onAdapterChange = { [weak self] up, message in
+            if up { Log.notice("bluetooth: \(message)") } else { Log.warning("bluetooth: \(message)") }
+            self?.publication.publishEvent(up ? "adapter_up" : "adapter_down", tag: nil, detail: message)
+        }
+    }
+
+    /// Runs until SIGTERM/SIGINT; returns the exit status.
+    func run() throws -> Int32 {
+        try loop.handleSignals([SIGTERM, SIGINT, SIGHUP]) { [weak self] signal in
+            guard let self else { return }
+            if signal == SIGHUP { self.reload() } else { self.stop(reason: signal == SIGTERM ? "SIGTERM" : "SIGINT") }
+        }
+        let spool = publication.spool
+        if !spool.isEmpty { Log.notice("spool: \(spool.count) messages waiting from before, replayed once connected") }
+        for tag in config.tags {
+            emulation?.place(tag)
+            publication.add(tag)
+            fleet.add(tag)
+        }
+        publication.start()
+        fleet.start()
+        scheduleStats()
+        notifier.notify("READY=1\nSTATUS=\(config.tags.count) tags configured")
+        notifier.startWatchdog(on: loop)
+        Log.notice("collectord \(CollectordVersion.string) running: \(config.tags.count) tags, adapter \(config.adapter), brokers \(config.mqtt.brokers.map(\.description).joined(separator: ", "))")
+        loop.run()
+        return exitStatus
+    }
+
+    // MARK: Lifecycle
+
+    private func stop(reason: String) {
+        guard !stopping else { return }
+        stopping = true
+        Log.notice("\(reason): stopping")
+        notifier.notify("STOPPING=1")
+        fleet.stop()
+        // The publisher gets 1.5 s to say offline and flush; the loop ends at 1.9 s whatever happens.
+        loop.schedule(after: .milliseconds(1900)) { [loop] in loop.stop() }
+        publication.stop { [loop] in loop.stop() }
+    }
+
+    /// SIGHUP: a new configuration replaces the old one if and only if it is valid. Tags that did
+    /// not change keep their connections.
+    private func reload() {
+        notifier.notify("RELOADING=1")
+        defer { notifier.notify("READY=1") }
+        let new: DaemonConfiguration
+        switch DaemonConfiguration.load(path: path) {
+        case .failure(let errors):
+            for line in errors.lines { Log.error(line) }
+            Log.error("reload: \(path) rejected (\(errors.errors.count) errors); the running configuration stays in force")
+            return
+        case .success(let c):
+            new = c
+        }
+        let diff = DaemonConfiguration.diff(old: config, new: new)
+        if diff.isEmpty {
+            Log.notice("reload: \(path) unchanged")
+            return
+        }
+        Log.threshold = Log.Level(rawValue: new.logLevel.rawValue) ?? .info
+        if diff.adapterChanged || diff.reconnectChanged {
+            Log.warning("reload: adapter and reconnect settings take effect at the next restart")
+        }
+        if diff.mqttChanged || diff.spoolChanged || diff.homeAssistantChanged {
+            Log.notice("reload: MQTT settings changed; reconnecting")
+            // The new publication takes over once the old one has said goodbye and closed its spool.
+            publication.stop { [weak self] in self?.replacePublication(new) }
+        }
+        for name in diff.removed.map(\.name) {
+            Log.notice("reload: tag \(name) removed")
+            fleet.remove(name)
+            publication.remove(name)
+        }
+        for change in diff.changed {
+            let (old, changed) = (change.old, change.new)
+            Log.notice("reload: tag \(old.name) changed; reconnecting it")
+            fleet.remove(old.name)
+            publication.remove(old.name)
+            emulation?.place(changed)
+            publication.add(changed)
+            fleet.add(changed)
+        }
+        for tag in diff.added {
+            Log.notice("reload: tag \(tag.name) added")
+            emulation?.place(tag)
+            publication.add(tag)
+            fleet.add(tag)
+        }
+        config = new
+        scheduleStats()
+        Log.notice("reload: \(path) applied (\(diff.added.count) added, \(diff.removed.count) removed, \(diff.changed.count) changed)")
+    }
+
+    private func replacePublication(_ c: DaemonConfiguration) {
+        do {
+            let p = try Publication(configuration: c, loop: loop)
+            p.onEvent = { [weak self] event in self?.mqttEvent(event) }
+            for tag in c.tags {
+                p.add(tag)
+                if let s = fleet.supervisors[tag.name], s.state == .streaming { p.setOnline(tag.name, true) }
+            }
+            publication = p
+            p.start()
+        } catch {
+            Log.error("reload: cannot start MQTT with the new settings: \(error); stopping")
+            exitStatus = 1
+            stop(reason: "reload failure")
+        }
+    }
+
+    // MARK: Statistics
+
+    private func scheduleStats() {
+        loop.cancel(statsTimer)
+        guard config.statsIntervalSeconds > 0 else { return }
+        statsTimer = loop.schedule(after: .seconds(config.statsIntervalSeconds)) { [weak self] in
+            self?.publishStats()
+            self?.scheduleStats()
+        }
+    }
+
+    private func publishStats() {
+        var tags: [(String, JSONValue)] = []
+        for (name, s) in fleet.supervisors.sorted(by: { $0.key < $1.key }) {
+            var sensors: [(String, JSONValue)] = []
+            for (i, c) in s.currentCounters.enumerated() {
+                var members: [(String, JSONValue)] = [
+                    ("notifications", .integer(Int64(clamping: c.notifications))),
+                    ("decode_errors", .integer(Int64(clamping: c.decodeErrors))),
+                ]
+                if let seen = c.lastSeen { members.append(("last_seen_s_ago", .integer((loop.now - seen).milliseconds / 1000))) }
+                sensors.append((s.tag.sensors[i].sensor.rawValue, .object(members)))
+            }
+            tags.append((name, .object([("state", .string(s.state.rawValue)),
+                                        ("reconnects", .integer(Int64(clamping: s.reconnects))),
+                                        ("sensors", .object(sensors))])))
+        }
+        let spool = publication.spool
+        let payload = ControlPayloads.stats(time: .now(), uptime: loop.now - started, publisher: publication.publisher.statistics,
+                                            extra: [("spool", .object([("pending", .integer(Int64(spool.count))),
+                                                                       ("bytes", .integer(Int64(spool.bytes))),
+                                                                       ("dropped", .integer(Int64(clamping: spool.dropped)))])),
+                                                    ("readings", .integer(Int64(clamping: publication.readingsPublished))),
+                                                    ("tags", .object(tags))])
+        publication.publishStats(payload)
+        let streaming = fleet.supervisors.values.filter { $0.state == .streaming }.count
+        Log.info("stats: \(streaming)/\(fleet.supervisors.count) tags streaming, \(publication.readingsPublished) readings, spool \(spool.count) pending, \(spool.dropped) dropped")
+        notifier.notify("STATUS=\(streaming)/\(fleet.supervisors.count) tags streaming")
+    }
+
+    // MARK: Events
+
+    private func mqttEvent(_ event: MQTTConnectionEvent) {
+        switch event {
+        case .connected, .connectionLost, .disconnected: Log.notice("mqtt: \(event)")
+        case .connectFailed, .retrying: Log.warning("mqtt: \(event)")
+        case .connecting: Log.info("mqtt: \(event)")
+        }
+    }
+
+    func supervisor(_ s: TagSupervisor, event: ConnectionEvent) {
+        let name = s.tag.name
+        switch event {
+        case .ready(let model, let firmware):
+            Log.notice("\(name): streaming (\(model), firmware \(firmware ?? "unknown"))")
+            publication.identified(name, model: model, firmware: firmware)
+            publication.setOnline(name, true)
+        case .disconnected, .forcedDisconnect, .timeout:
+            publication.setOnline(name, false)
+            Log.warning("\(name): \(event)")
+        case .giveUp:
+            Log.warning("\(name): \(event)")
+        case .connecting:
+            Log.debug("\(name): \(event)")
+            return  // not worth an event message per attempt
+        case .connected, .advertisementSeen:
+            Log.info("\(name): \(event)")
+        }
+        publication.publishEvent(event.name, tag: s.tag, detail: event.description)
+    }
+
+    func supervisor(_ s: TagSupervisor, didRead reading: Reading, index: Int) {
+        publication.publish(reading, tag: s.tag.name, index: index)
+    }
+
+    func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {
+        Log.write(Log.Level(rawValue: level.rawValue) ?? .info) { "\(s.tag.name): \(message)" }
+    }
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import Configuration
+
+/// `collectord run` (the default): the daemon.
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the daemon: keep every configured tag streaming and publish to MQTT (the default).",
+        discussion: """
+            Signals: SIGHUP rereads the configuration (kept if invalid), SIGTERM stops cleanly.
+            Exit status: 0 stopped, 78 invalid configuration, 1 could not start.
+            """
+    )
+
+    @Option(help: "Configuration file.")
+    var config = "/etc/collectord.conf"
+
+    @Flag(help: "Serve every configured tag from an in-process emulated SensorTag instead of Bluetooth (demo and tests).")
+    var emulatedTags = false
+
+    func run() throws {
+        let configuration: DaemonConfiguration
+        switch DaemonConfiguration.load(path: config) {
+        case .success(let c):
+            configuration = c
+        case .failure(let errors):
+            for line in errors.lines { Log.error(line) }
+            Log.error("\(config): configuration rejected; not starting")
+            throw ExitCode(ConfigurationErrors.exitStatus)
+        }
+        let status: Int32
+        do {
+            status = try Daemon(path: config, configuration: configuration, emulatedTags: emulatedTags).run()
+        } catch {
+            Log.error("cannot start: \(error)")
+            throw ExitCode(1)
+        }
+        if status != 0 { throw ExitCode(status) }
+    }
+}

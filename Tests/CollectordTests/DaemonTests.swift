@@ -1,0 +1,424 @@
+// The daemon as a process, end to end: `collectord run --emulated-tags` (in-process emulated
+// SensorTags over the real ATT protocol: this machine has no Bluetooth) against a real mosquitto
+// broker the test starts on a free loopback port, observed by a real subscriber.
+
+import Foundation
+import Testing
+
+/// A mosquitto broker of the test's own, on a free loopback port, in a temp directory.
+final class Broker {
+    let port: Int
+    let directory: URL
+    private var process: Process?
+
+    init(persistent: Bool = false, port: Int? = nil) throws {
+        self.port = try port ?? freePort()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-broker-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var conf = "listener \(self.port) 127.0.0.1\nallow_anonymous true\n"
+        conf += persistent ? "persistence true\npersistence_location \(directory.path)/\nautosave_interval 1\n" : "persistence false\n"
+        try conf.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
+        try start()
+    }
+
+    func start() throws {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
+        p.arguments = ["-c", directory.appendingPathComponent("mosquitto.conf").path]
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        process = p
+        // Ready when it accepts connections.
+        for _ in 0..<100 {
+            if canConnect(port) { return }
+            usleep(20_000)
+        }
+        throw BrokerError.didNotStart
+    }
+
+    /// SIGKILL: a child started through Foundation's Process can inherit a signal mask that
+    /// blocks SIGTERM. The broker autosaves its persistence every second, which is what the
+    /// outage tests rely on.
+    func stop() {
+        guard let p = process else { return }
+        kill(p.processIdentifier, SIGKILL)
+        p.waitUntilExit()
+        process = nil
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    enum BrokerError: Error { case didNotStart }
+}
+
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: 0, sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+    var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+    return Int(UInt16(bigEndian: addr.sin_port))
+}
+
+func canConnect(_ port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var addr = sockaddr_in(sin_family: sa_family_t(AF_INET), sin_port: UInt16(port).bigEndian,
+                           sin_addr: in_addr(s_addr: inet_addr("127.0.0.1")), sin_zero: (0, 0, 0, 0, 0, 0, 0, 0))
+    return withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+    } }
+}
+
+/// `mosquitto_sub -v` in the background, collecting "topic payload" lines.
+final class Subscriber: @unchecked Sendable {
+    private let process = Process()
+    private let pipe = Pipe()
+    private var data = Data()
+    private let lock = NSLock()
+
+    /// `session`: a persistent QoS 1 session under that client id, so nothing published while the
+    /// subscriber (or the broker) is away is lost to it.
+    init(port: Int, topic: String = "collectord/#", session: String? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
+        var args = ["-h", "127.0.0.1", "-p", "\(port)", "-v", "-t", topic, "-q", "1"]
+        if let session { args += ["-c", "-i", session] }
+        process.arguments = args
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        pipe.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let chunk = h.availableData
+            guard let self, !chunk.isEmpty else { return }
+            self.lock.lock(); self.data.append(chunk); self.lock.unlock()
+        }
+        try process.run()
+        usleep(200_000)  // subscribed before anything is published
+    }
+
+    var lines: [(topic: String, payload: String)] {
+        lock.lock(); defer { lock.unlock() }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line -> (topic: String, payload: String)? in
+            let parts = line.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2 else { return nil }
+            return (String(parts[0]), String(parts[1]))
+        }
+    }
+
+    func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        usleep(100_000)  // the reader takes what was still in the pipe
+        pipe.fileHandleForReading.readabilityHandler = nil
+    }
+
+    deinit { if process.isRunning { stop() } }
+}
+
+/// The daemon under test, with emulated tags, a configuration in a temp directory and its own spool.
+final class DaemonProcess: @unchecked Sendable {
+    let directory: URL
+    let configPath: String
+    private var process: Process?
+    private var errPipe = Pipe()
+    private var err = Data()
+    private let lock = NSLock()
+
+    init(config: String, directory: URL? = nil) throws {
+        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("collectord-daemon-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
+        configPath = self.directory.appendingPathComponent("collectord.conf").path
+        try write(config: config)
+    }
+
+    func write(config: String) throws {
+        let withSpool = config.replacingOccurrences(of: "@SPOOL@", with: directory.appendingPathComponent("spool").path)
+        try withSpool.write(toFile: configPath, atomically: true, encoding: .utf8)
+    }
+
+    func start() throws {
+        let p = Process()
+        p.executableURL = DecodeProcessTests.binary
+        p.arguments = ["run", "--config", configPath, "--emulated-tags"]
+        p.standardOutput = FileHandle.nullDevice
+        errPipe = Pipe()
+        p.standardError = errPipe
+        errPipe.fileHandleForReading.readabilityHandler = { [weak self] h in
+            let chunk = h.availableData
+            guard let self, !chunk.isEmpty else { return }
+            self.lock.lock(); self.err.append(chunk); self.lock.unlock()
+        }
+        try p.run()
+        process = p
+    }
+
+    var log: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
+    var pid: Int32 { process?.processIdentifier ?? 0 }
+
+    func signal(_ s: Int32) { if let p = process { kill(p.processIdentifier, s) } }
+
+    /// Sends `s` and waits; returns the seconds it took to exit and its status.
+    @discardableResult
+    func stop(_ s: Int32 = SIGTERM) -> (seconds: Double, status: Int32) {
+        guard let p = process else { return (0, 0) }
+        let start = Date()
+        kill(p.processIdentifier, s)
+        p.waitUntilExit()
+        process = nil
+        return (Date().timeIntervalSince(start), p.terminationStatus)
+    }
+
+    deinit {
+        if process != nil { stop(SIGKILL) }
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+func wait(_ seconds: Double) { usleep(useconds_t(seconds * 1_000_000)) }
+
+func config(port: Int, extraBrokers: [Int] = [], tags: String) -> String {
+    let brokers = (extraBrokers + [port]).map { "\"127.0.0.1:\($0)\"" }.joined(separator: ", ")
+    return """
+        stats_interval_s = 0
+        [mqtt]
+        brokers = [\(brokers)]
+        client_id = "test"
+        [spool]
+        path = "@SPOOL@"
+        max_mb = 8
+        \(tags)
+        """
+}
+
+let twoTags = """
+    [[tag]]
+    name = "kitchen"
+    address = "00:AA:01:01:00:01"
+    model = "cc2650"
+    [[tag]]
+    name = "garage"
+    address = "00:AA:01:02:00:02"
+    model = "cc2541"
+    """
+
+/// A published reading, parsed.
+struct Published {
+    let tag: String
+    let sensor: String
+    let seq: Int
+    let fields: [String: [String: Any]]
+
+    init?(_ line: (topic: String, payload: String)) {
+        let levels = line.topic.split(separator: "/")
+        guard levels.count == 3, levels[2] != "availability", levels[1] != "test",
+              let json = try? JSONSerialization.jsonObject(with: Data(line.payload.utf8)) as? [String: Any],
+              let seq = json["seq"] as? Int, let fields = json["fields"] as? [String: [String: Any]] else { return nil }
+        tag = String(levels[1])
+        sensor = String(levels[2])
+        self.seq = seq
+        self.fields = fields
+    }
+}
+
+/// Sequence numbers per (tag, sensor), in arrival order.
+func sequences(_ lines: [(topic: String, payload: String)]) -> [String: [Int]] {
+    var out: [String: [Int]] = [:]
+    for r in lines.compactMap(Published.init) { out["\(r.tag)/\(r.sensor)", default: []].append(r.seq) }
+    return out
+}
+
+/// True when `seqs` (arrival order) counts 0, 1, 2, … without a gap. Earlier numbers seen again
+/// are at-least-once duplicates; a fall back to 0 is a new run (the daemon restarted).
+func gapFree(_ seqs: [Int]) -> Bool {
+    var expected = 0
+    for s in seqs {
+        if s == expected { expected += 1 }
+        else if s == 0 && expected > 1 { expected = 1 }
+        else if s < expected { continue }
+        else { return false }
+    }
+    return true
+}
+
+@Suite(.serialized) struct DaemonTests {
+    static let units: [String: [String: String]] = [
+        "temperature": ["object": "°C", "ambient": "°C"],
+        "humidity": ["temperature": "°C", "humidity": "%RH"],
+        "barometer": ["temperature": "°C", "pressure": "hPa"],
+        "movement": ["gyro_x": "°/s", "gyro_y": "°/s", "gyro_z": "°/s", "accel_x": "g", "accel_y": "g", "accel_z": "g",
+                     "mag_x": "µT", "mag_y": "µT", "mag_z": "µT"],
+        "light": ["illuminance": "lux"],
+        "accelerometer": ["x": "g", "y": "g", "z": "g"],
+        "magnetometer": ["x": "µT", "y": "µT", "z": "µT"],
+        "gyroscope": ["x": "°/s", "y": "°/s", "z": "°/s"],
+    ]
+
+    @Test func everySensorOfBothModelsReachesASubscriber() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "#")
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
+        try daemon.start()
+        wait(5)
+        let (seconds, status) = daemon.stop()
+        wait(0.3)
+        sub.stop()
+        #expect(status == 0)
+        #expect(seconds < 2, "a clean stop within 2 s")
+        let lines = sub.lines
+        let seqs = sequences(lines)
+        let expected = ["kitchen/temperature", "kitchen/humidity", "kitchen/barometer", "kitchen/movement", "kitchen/light",
+                        "garage/temperature", "garage/accelerometer", "garage/humidity", "garage/magnetometer",
+                        "garage/barometer", "garage/gyroscope"]
+        for key in expected {
+            let s = seqs[key] ?? []
+            // The CC2541 magnetometer's default period is 2 s; the others' 1 s or less.
+            #expect(s.count >= (key.hasSuffix("magnetometer") ? 1 : 3), "\(key): \(s)")
+            #expect(gapFree(s), "\(key): \(s)")
+        }
+        for r in lines.compactMap(Published.init) {
+            guard let units = Self.units[r.sensor] else { continue }
+            #expect(Set(r.fields.keys) == Set(units.keys), "\(r.tag)/\(r.sensor)")
+            for (name, unit) in units {
+                #expect(r.fields[name]?["unit"] as? String == unit, "\(r.sensor).\(name)")
+                #expect((r.fields[name]?["value"] as? Double)?.isFinite == true, "\(r.sensor).\(name)")
+            }
+        }
+        // Retained state: online while running, offline after the stop.
+        let statuses = lines.filter { $0.topic == "collectord/test/status" }.map(\.payload)
+        #expect(statuses.first == "online" && statuses.last == "offline")
+        let kitchen = lines.filter { $0.topic == "collectord/kitchen/availability" }.map(\.payload)
+        #expect(kitchen.contains("online") && kitchen.last == "offline")
+        // Home Assistant discovery: every entity has what HA requires of an MQTT sensor.
+        let configs = lines.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
+        #expect(configs.count >= 30)
+        for c in configs {
+            let parsed = try JSONSerialization.jsonObject(with: Data(c.payload.utf8)) as? [String: Any]
+            let json = try #require(parsed, Comment(rawValue: c.topic))
+            for key in ["unique_id", "state_topic", "device", "availability"] {
+                #expect(json[key] != nil, Comment(rawValue: "\(c.topic): \(key)"))
+            }
+            let device = json["device"] as? [String: Any]
+            let identifiers = device?["identifiers"] as? [String] ?? []
+            #expect(!identifiers.isEmpty)
+        }
+    }
+
+    @Test func brokerOutageLosesNothingAndKeepsOrder() throws {
+        let broker = try Broker(persistent: true)
+        let sub = try Subscriber(port: broker.port, session: "outage-sub")
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
+        try daemon.start()
+        wait(2.5)
+        broker.stop()
+        wait(3)  // readings go to the spool
+        try broker.start()
+        wait(5)  // the daemon reconnects (backoff), replays the spool; the subscriber resumes its session
+        daemon.stop()
+        wait(0.5)
+        sub.stop()
+        let seqs = sequences(sub.lines)
+        #expect(daemon.log.contains("connection to 127.0.0.1:\(broker.port) lost"))
+        #expect((seqs["kitchen/humidity"]?.max() ?? 0) >= 8, "readings from before, during and after the outage")
+        for (key, s) in seqs {
+            #expect(gapFree(s), "\(key): \(s)")
+        }
+    }
+
+    @Test func daemonKilledWhileBrokerIsDownLosesNothing() throws {
+        let broker = try Broker(persistent: true)
+        // The subscriber's persistent session exists before the outage, so the broker keeps
+        // everything for it.
+        let first = try Subscriber(port: broker.port, session: "restart-sub")
+        first.stop()
+        broker.stop()
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
+        try daemon.start()
+        wait(3)
+        daemon.stop(SIGKILL)  // no clean shutdown: the spool must survive on its own
+        try daemon.start()
+        wait(2)
+        try broker.start()
+        let sub = try Subscriber(port: broker.port, session: "restart-sub")
+        wait(5)
+        daemon.stop()
+        wait(0.5)
+        sub.stop()
+        let seqs = sequences(sub.lines)
+        let kitchen = seqs["kitchen/movement"] ?? []
+        // Two runs of sequence numbers: the killed daemon's (replayed from the spool) and the second's.
+        #expect(kitchen.filter { $0 == 0 }.count >= 2, "\(kitchen)")
+        #expect(kitchen.count >= 5, "\(kitchen)")
+        for (key, s) in seqs {
+            #expect(gapFree(s), "\(key): \(s)")
+        }
+    }
+
+    @Test func failoverToTheSecondBroker() throws {
+        let broker = try Broker()
+        let dead = try freePort()
+        let sub = try Subscriber(port: broker.port)
+        let daemon = try DaemonProcess(config: config(port: broker.port, extraBrokers: [dead], tags: twoTags))
+        try daemon.start()
+        wait(3)
+        daemon.stop()
+        sub.stop()
+        #expect(daemon.log.contains("cannot connect to 127.0.0.1:\(dead)"))
+        #expect(daemon.log.contains("connected to 127.0.0.1:\(broker.port)"))
+        #expect((sequences(sub.lines)["kitchen/humidity"]?.count ?? 0) >= 1)
+    }
+
+    @Test func sighupAddsAndRemovesTagsAndKeepsAnInvalidFileOut() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port)
+        let kitchenOnly = """
+            [[tag]]
+            name = "kitchen"
+            address = "00:AA:01:01:00:01"
+            model = "cc2650"
+            """
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly))
+        try daemon.start()
+        wait(2.5)
+        // An invalid file is rejected; the kitchen keeps streaming.
+        try daemon.write(config: config(port: broker.port, tags: kitchenOnly) + "\nbogus = 1\n")
+        daemon.signal(SIGHUP)
+        wait(1)
+        #expect(daemon.log.contains("unknown key \"bogus\""))
+        #expect(daemon.log.contains("the running configuration stays in force"))
+        // The garage replaces the kitchen.
+        let garageOnly = """
+            [[tag]]
+            name = "garage"
+            address = "00:AA:01:02:00:02"
+            model = "cc2541"
+            """
+        try daemon.write(config: config(port: broker.port, tags: garageOnly))
+        let before = sequences(sub.lines)["kitchen/humidity"]?.count ?? 0
+        daemon.signal(SIGHUP)
+        wait(3)
+        daemon.stop()
+        sub.stop()
+        let lines = sub.lines
+        let seqs = sequences(lines)
+        #expect(before >= 1)
+        #expect((seqs["garage/humidity"]?.count ?? 0) >= 1, "the added tag streams")
+        // A removed tag goes offline, then its retained availability is cleared (empty payload).
+        let kitchen = lines.filter { $0.topic == "collectord/kitchen/availability" }.map(\.payload)
+        #expect(kitchen.contains("offline") && kitchen.last == "(null)", "\(kitchen)")
+        #expect(daemon.log.contains("reload: tag kitchen removed") && daemon.log.contains("reload: tag garage added"))
+    }
+
+    @Test func invalidConfigurationIsRefusedAtStartWithExit78() throws {
+        let daemon = try DaemonProcess(config: "[mqtt]\nqos = 7\n")
+        try daemon.start()
+        var waited = 0.0
+        while daemon.log.isEmpty && waited < 5 { wait(0.1); waited += 0.1 }
+        let (_, status) = daemon.stop(0)  // already exiting: wait for it
+        #expect(status == 78)
+        #expect(daemon.log.contains("\(daemon.configPath):2: mqtt: qos must be 0, 1 or 2 (got 7)"))
+    }
+}
