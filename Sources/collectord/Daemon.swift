@@ -212,7 +212,7 @@ final class Daemon: TagSupervisorDelegate {
             publication.setOnline(name, true)
         case .disconnected, .forcedDisconnect, .timeout:
             publication.setOnline(name, false)
-            Log.warning("\(name): \(event)")
+            if stopping { Log.notice("\(name): \(event)") } else { Log.warning("\(name): \(event)") }
         case .giveUp:
             Log.warning("\(name): \(event)")
         case .connecting:
