@@ -140,9 +140,12 @@ final class DaemonProcess: @unchecked Sendable {
         try withSpool.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
-    func start() throws {
+    func start(environment: [String: String] = [:]) throws {
         let p = Process()
         p.executableURL = DecodeProcessTests.binary
+        if !environment.isEmpty {
+            p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         p.arguments = ["run", "--config", configPath, "--emulated-tags"]
         p.standardOutput = FileHandle.nullDevice
         errPipe = Pipe()
@@ -410,6 +413,45 @@ func gapFree(_ seqs: [Int]) -> Bool {
         let kitchen = lines.filter { $0.topic == "collectord/kitchen/availability" }.map(\.payload)
         #expect(kitchen.contains("offline") && kitchen.last == "(null)", "\(kitchen)")
         #expect(daemon.log.contains("reload: tag kitchen removed") && daemon.log.contains("reload: tag garage added"))
+    }
+
+    /// The sd_notify protocol as systemd sees it, through a real datagram socket.
+    @Test func tellsSystemdReadyWatchdogReloadingAndStopping() throws {
+        let broker = try Broker()
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
+        let socketPath = daemon.directory.appendingPathComponent("notify").path
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { dst in for (i, b) in socketPath.utf8.enumerated() { dst[i] = b } }
+        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        } }
+        #expect(bound == 0)
+        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        func drain() -> [String] {
+            var messages: [String] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard n > 0 else { return messages }
+                messages.append(String(decoding: buffer[0..<n], as: UTF8.self))
+            }
+        }
+        try daemon.start(environment: ["NOTIFY_SOCKET": socketPath, "WATCHDOG_USEC": "400000"])
+        wait(1.5)
+        let started = drain()
+        #expect(started.first?.hasPrefix("READY=1") == true, "\(started)")
+        #expect(started.filter { $0 == "WATCHDOG=1" }.count >= 3, "pings every 200 ms: \(started)")
+        daemon.signal(SIGHUP)
+        wait(0.5)
+        let reloaded = drain().filter { $0 != "WATCHDOG=1" }
+        #expect(reloaded.prefix(2) == ["RELOADING=1", "READY=1"], "\(reloaded)")
+        let (seconds, status) = daemon.stop()
+        #expect(status == 0 && seconds < 2)
+        #expect(drain().contains("STOPPING=1"))
     }
 
     @Test func invalidConfigurationIsRefusedAtStartWithExit78() throws {
