@@ -19,14 +19,29 @@ public struct Adapter: Sendable, Hashable, CustomStringConvertible {
 
     /// Looks up "hci0" (or "0"); fails when the kernel has no such controller or no Bluetooth.
     public static func named(_ name: String) throws(LinkError) -> Adapter {
-        let id = hci_devid(name)
-        guard id >= 0 else {
-            let reason = errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : "no adapter named \(name)"
-            throw .adapterUnavailable(reason)
+        // hci_devid() searches only adapters that are up, and reads "0" as an address: take the
+        // number ourselves so a down adapter is reported as down, not as missing.
+        let number = name.hasPrefix("hci") ? String(name.dropFirst(3)) : name
+        var id: Int32
+        if let n = Int32(number), n >= 0 {
+            id = n
+        } else {
+            id = hci_devid(name)
+            guard id >= 0 else {
+                throw .adapterUnavailable(errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : "no adapter named \(name)")
+            }
         }
-        var ba = bdaddr_t()
-        guard hci_devba(id, &ba) == 0 else { throw .adapterUnavailable("\(name) is down (\(String(cString: strerror(errno))))") }
-        return Adapter(id: id, name: "hci\(id)", address: BluetoothAddress(bdaddr: ba))
+        var info = hci_dev_info()
+        guard hci_devinfo(id, &info) == 0 else {
+            let e = errno
+            switch e {
+            case EAFNOSUPPORT: throw .adapterUnavailable("this kernel has no Bluetooth")
+            case ENODEV: throw .adapterUnavailable("no adapter named \(name)")
+            default: throw .adapterUnavailable("hci\(id): \(String(cString: strerror(e)))")
+            }
+        }
+        guard (info.flags >> UInt32(HCI_UP)) & 1 == 1 else { throw .adapterUnavailable("hci\(id) is down") }
+        return Adapter(id: id, name: "hci\(id)", address: BluetoothAddress(bdaddr: info.bdaddr))
     }
 
     public var description: String { "\(name) (\(address))" }
@@ -77,8 +92,12 @@ private func attSocket(adapter: Adapter) throws(LinkError) -> Int32 {
         close(fd)
         throw e
     }
+    // SO_RCVBUF is silently capped at net.core.rmem_max (≈ 208 KiB on Debian); with
+    // CAP_NET_ADMIN, SO_RCVBUFFORCE is not.
     var size: Int32 = 4 << 20
-    _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+    }
     return fd
 }
 

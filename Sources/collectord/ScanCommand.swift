@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Acquisition
 import ArgumentParser
 import Profiles
@@ -33,7 +36,7 @@ struct Scan: ParsableCommand {
         }
         var seen: [BluetoothAddress: Advertisement] = [:]
         var order: [BluetoothAddress] = []
-        print(Scan.row("ADDRESS", "TYPE", "RSSI", "MODEL", "NAME"))
+        emit(Scan.row("ADDRESS", "TYPE", "RSSI", "MODEL", "NAME"))
         let token = scanner.observe { ad in
             let known = seen[ad.address]
             var merged = ad
@@ -45,14 +48,21 @@ struct Scan: ParsableCommand {
             guard known == nil || (known?.modelGuess == nil && merged.modelGuess != nil) else { return }
             guard all || merged.modelGuess != nil else { return }
             order.append(ad.address)
-            print(Scan.row(merged))
+            emit(Scan.row(merged))
         }
         loop.schedule(after: .seconds(timeout)) { loop.stop() }
         loop.run()
         token.cancel()
         scanner.close()
         let tags = seen.values.filter { $0.modelGuess != nil }.count
-        print("\(tags) SensorTag\(tags == 1 ? "" : "s") found in \(timeout) s on \(adapter)")
+        emit("\(tags) SensorTag\(tags == 1 ? "" : "s") found in \(timeout) s on \(adapter)")
+    }
+
+    /// One line straight to stdout with write(2): a row per tag as it is seen, also into a pipe
+    /// (print's stdio buffering would hold them until exit).
+    func emit(_ line: String) {
+        var line = line + "\n"
+        line.withUTF8 { buf in _ = Glibc.write(1, buf.baseAddress, buf.count) }
     }
 
     static func row(_ ad: Advertisement) -> String {
