@@ -8,7 +8,13 @@ import PackageDescription
 //                     SensorProfile, and a deliberately naive BlueCap-style Foundation decoder
 //   DecodeBenchmarks  the ordo-one/benchmark suite over DecodeCases (plus an empty baseline)
 //   DecodeProbe       decodes one case N times with no harness, for valgrind cross-checks
-//   BenchmarkReport   turns the suite's JMH export into the per-decode table
+//   BenchmarkReport   turns the suite's JMH export into the per-decode and per-notification tables
+//
+// Notification path (recv → Reading) through the real client stack:
+//   NotificationRig           EventLoop + emulated tag + TagSupervisor streaming one sensor, fed
+//                             prebuilt notification PDUs one loop turn at a time
+//   NotificationBenchmarks    the ordo-one/benchmark suite over every NotificationRig case
+//   NotificationProbe         delivers N notifications with no harness, for valgrind cross-checks
 let package = Package(
     name: "collectord-benchmarks",
     platforms: [.macOS(.v15)],
@@ -35,7 +41,29 @@ let package = Package(
             name: "DecodeProbe",
             dependencies: ["DecodeCases", .product(name: "Profiles", package: "collectord")]
         ),
-        .executableTarget(name: "BenchmarkReport", dependencies: ["DecodeCases"]),
+        .target(
+            name: "NotificationRig",
+            dependencies: [
+                .product(name: "Profiles", package: "collectord"),
+                .product(name: "Reactor", package: "collectord"),
+                .product(name: "Acquisition", package: "collectord"),
+                .product(name: "SensorTagEmulator", package: "collectord"),
+            ]
+        ),
+        .executableTarget(
+            name: "NotificationBenchmarks",
+            dependencies: [
+                "NotificationRig",
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/NotificationBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "NotificationProbe",
+            dependencies: ["NotificationRig"]
+        ),
+        .executableTarget(name: "BenchmarkReport", dependencies: ["DecodeCases", "NotificationRig"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
-// Turns the DecodeBenchmarks JMH export into one table row per payload kind.
+// Turns the suite's JMH export into one table row per payload kind (DecodeBenchmarks) and one
+// per notification path (NotificationBenchmarks); either suite may be absent from the export.
 //
 //   BenchmarkReport <export.jmh.json> [valgrind.tsv]
 //
@@ -14,9 +15,13 @@
 //             0 or 10 ms; only the mean says anything, and it includes the harness's own threads.
 // The optional valgrind.tsv (from run.sh --valgrind) adds instructions and heap allocations per
 // decode counted outside the harness: name <TAB> instructions/decode <TAB> allocations/decode.
+//
+// NotificationBenchmarks samples are 1,000 notifications each and are normalised the same way,
+// against that suite's own baseline/empty: per notification = per sample / 1,000.
 
 import DecodeCases
 import Foundation
+import NotificationRig
 
 let decodesPerSample = 1_000.0
 
@@ -48,18 +53,22 @@ func parse(_ m: [String: Any]) -> Metric? {
     return Metric(mean: score, p50: p50, p90: p90, max: p100, samples: raw)
 }
 
-/// benchmark name ("decode/cc2541/keys") → metric description → values
-var results: [String: [String: Metric]] = [:]
+/// target ("DecodeBenchmarks") → benchmark name ("decode/cc2541/keys") → metric description → values
+var suites: [String: [String: [String: Metric]]] = [:]
 for element in elements {
-    guard let full = element["benchmark"] as? String else { continue }
-    let prefix = "package.benchmark.DecodeBenchmarks."
-    let name = full.hasPrefix(prefix) ? String(full.dropFirst(prefix.count)) : full
+    // "package.benchmark.<target>.<name>"; names contain slashes but no dots.
+    guard let full = element["benchmark"] as? String, full.hasPrefix("package.benchmark.") else { continue }
+    let rest = full.dropFirst("package.benchmark.".count)
+    guard let dot = rest.firstIndex(of: ".") else { continue }
+    let target = String(rest[..<dot]), name = String(rest[rest.index(after: dot)...])
     var metrics: [String: Metric] = [:]
     for (key, value) in element["secondaryMetrics"] as? [String: Any] ?? [:] {
         if let m = value as? [String: Any], let metric = parse(m) { metrics[key] = metric }
     }
-    results[name] = metrics
+    suites[target, default: [:]][name] = metrics
 }
+guard !suites.isEmpty else { fail("no benchmarks in \(args[1])") }
+let results = suites["DecodeBenchmarks"] ?? [:]
 
 var valgrind: [String: (instructions: Double, allocs: Double)] = [:]
 if args.count >= 3 {
@@ -72,84 +81,155 @@ if args.count >= 3 {
 
 let wall = "Time (wall clock)", cpu = "Time (total CPU)", malloc = "Malloc (total)", instr = "Instructions"
 
-guard let empty = results["baseline/empty"], let emptyMalloc = empty[malloc], let emptyWall = empty[wall] else {
-    fail("baseline/empty (with Malloc (total) and wall clock) missing from the export")
+/// Fixed decimals; a value that rounds to zero prints without a sign (a mean a hair below the
+/// baseline's is not a negative allocation).
+func fmt(_ v: Double, _ decimals: Int) -> String {
+    let text = String(format: "%.\(decimals)f", v)
+    return text.hasPrefix("-") && text.allSatisfy({ "-0.".contains($0) }) ? String(text.dropFirst()) : text
 }
-
-func fmt(_ v: Double, _ decimals: Int) -> String { String(format: "%.\(decimals)f", v) }
 func nsPerDecode(_ microsecondsPerSample: Double) -> Double { microsecondsPerSample * 1_000 / decodesPerSample }
 func row(_ cells: [String]) { print("| " + cells.joined(separator: " | ") + " |") }
 func header(_ cells: [String]) { row(cells); print("|" + cells.map { _ in "---" }.joined(separator: "|") + "|") }
 
-let haveInstructions = results.values.contains { ($0[instr]?.max ?? 0) > 0 }
+let haveInstructions = suites.values.contains { $0.values.contains { ($0[instr]?.max ?? 0) > 0 } }
 let haveValgrind = !valgrind.isEmpty
 
-struct Pair { let c: DecodeCase; let z: [String: Metric]; let n: [String: Metric] }
-let pairs: [Pair] = decodeCases.map { c in
-    guard let z = results[c.zeroCopyName], let n = results[c.naiveName],
-          z[wall] != nil, n[wall] != nil, z[malloc] != nil, n[malloc] != nil else {
-        fail("incomplete results for \(c.kind)")
+// MARK: - Decode
+
+if !results.isEmpty {
+    guard let empty = results["baseline/empty"], let emptyMalloc = empty[malloc], let emptyWall = empty[wall] else {
+        fail("DecodeBenchmarks: baseline/empty (with Malloc (total) and wall clock) missing from the export")
     }
-    return Pair(c: c, z: z, n: n)
+
+    struct Pair { let c: DecodeCase; let z: [String: Metric]; let n: [String: Metric] }
+    let pairs: [Pair] = decodeCases.map { c in
+        guard let z = results[c.zeroCopyName], let n = results[c.naiveName],
+              z[wall] != nil, n[wall] != nil, z[malloc] != nil, n[malloc] != nil else {
+            fail("incomplete results for \(c.kind)")
+        }
+        return Pair(c: c, z: z, n: n)
+    }
+
+    // Main table.
+    var cols = ["payload kind", "bytes", "zero-copy ns/decode", "zero-copy mallocs/decode"]
+    if haveInstructions { cols.append("zero-copy instructions/decode") }
+    if haveValgrind { cols.append("zero-copy instructions/decode (cachegrind)") }
+    cols += ["naive ns/decode", "naive mallocs/decode"]
+    if haveInstructions { cols.append("naive instructions/decode") }
+    if haveValgrind { cols.append("naive instructions/decode (cachegrind)") }
+    cols.append("naive / zero-copy")
+    header(cols)
+    for p in pairs {
+        let zw = p.z[wall]!, nw = p.n[wall]!, zm = p.z[malloc]!, nm = p.n[malloc]!
+        var cells = [p.c.kind, "\(p.c.payload.count)", fmt(nsPerDecode(zw.p50), 1), fmt((zm.mean - emptyMalloc.mean) / decodesPerSample, 2)]
+        if haveInstructions { cells.append(p.z[instr].map { fmt($0.p50 / decodesPerSample, 0) } ?? "–") }
+        if haveValgrind { cells.append(valgrind[p.c.zeroCopyName].map { fmt($0.instructions, 0) } ?? "–") }
+        cells += [fmt(nsPerDecode(nw.p50), 1), fmt((nm.mean - emptyMalloc.mean) / decodesPerSample, 2)]
+        if haveInstructions { cells.append(p.n[instr].map { fmt($0.p50 / decodesPerSample, 0) } ?? "–") }
+        if haveValgrind { cells.append(valgrind[p.c.naiveName].map { fmt($0.instructions, 0) } ?? "–") }
+        cells.append(fmt(nw.p50 / zw.p50, 1) + "×")
+        row(cells)
+    }
+
+    // Details.
+    print("")
+    var detail = ["payload kind", "zero-copy p90 ns", "naive p90 ns", "zero-copy CPU ns (mean)", "naive CPU ns (mean)",
+                  "zero-copy samples", "naive samples"]
+    if haveValgrind { detail += ["zero-copy allocs/decode (memcheck)", "naive allocs/decode (memcheck)"] }
+    header(detail)
+    for p in pairs {
+        let zw = p.z[wall]!, nw = p.n[wall]!
+        var cells = [p.c.kind, fmt(nsPerDecode(zw.p90), 1), fmt(nsPerDecode(nw.p90), 1),
+                     p.z[cpu].map { fmt(nsPerDecode($0.mean), 1) } ?? "–", p.n[cpu].map { fmt(nsPerDecode($0.mean), 1) } ?? "–",
+                     "\(zw.samples.count)", "\(nw.samples.count)"]
+        if haveValgrind {
+            cells += [valgrind[p.c.zeroCopyName].map { fmt($0.allocs, 3) } ?? "–", valgrind[p.c.naiveName].map { fmt($0.allocs, 3) } ?? "–"]
+        }
+        row(cells)
+    }
+
+    // Notes.
+    print("")
+    print("baseline/empty (the same loop, no decode): \(fmt(nsPerDecode(emptyWall.p50), 2)) ns per iteration (p50); "
+        + "mallocs per 1,000-iteration sample: mean \(fmt(emptyMalloc.mean, 3)), min \(fmt(emptyMalloc.samples.min() ?? 0, 0)), "
+        + "max \(fmt(emptyMalloc.max, 0)). Its mean is subtracted in every mallocs/decode column.")
+    var outliers: [String] = []
+    for p in pairs {
+        let samples = p.z[malloc]!.samples
+        let over = samples.filter { $0 > emptyMalloc.max }
+        if !over.isEmpty {
+            outliers.append("\(p.c.zeroCopyName): \(over.count) of \(samples.count) samples had up to \(fmt(over.max()! - emptyMalloc.max, 0)) more")
+        }
+    }
+    if outliers.isEmpty {
+        print("Every zero-copy sample had exactly the baseline's malloc count or fewer.")
+    } else {
+        print("Zero-copy samples with more mallocs than the empty baseline's maximum (per 1,000-decode sample, not per decode):")
+        for o in outliers { print("  " + o) }
+    }
 }
 
-// Main table.
-var cols = ["payload kind", "bytes", "zero-copy ns/decode", "zero-copy mallocs/decode"]
-if haveInstructions { cols.append("zero-copy instructions/decode") }
-if haveValgrind { cols.append("zero-copy instructions/decode (cachegrind)") }
-cols += ["naive ns/decode", "naive mallocs/decode"]
-if haveInstructions { cols.append("naive instructions/decode") }
-if haveValgrind { cols.append("naive instructions/decode (cachegrind)") }
-cols.append("naive / zero-copy")
-header(cols)
-for p in pairs {
-    let zw = p.z[wall]!, nw = p.n[wall]!, zm = p.z[malloc]!, nm = p.n[malloc]!
-    var cells = [p.c.kind, "\(p.c.payload.count)", fmt(nsPerDecode(zw.p50), 1), fmt((zm.mean - emptyMalloc.mean) / decodesPerSample, 2)]
-    if haveInstructions { cells.append(p.z[instr].map { fmt($0.p50 / decodesPerSample, 0) } ?? "–") }
-    if haveValgrind { cells.append(valgrind[p.c.zeroCopyName].map { fmt($0.instructions, 0) } ?? "–") }
-    cells += [fmt(nsPerDecode(nw.p50), 1), fmt((nm.mean - emptyMalloc.mean) / decodesPerSample, 2)]
-    if haveInstructions { cells.append(p.n[instr].map { fmt($0.p50 / decodesPerSample, 0) } ?? "–") }
-    if haveValgrind { cells.append(valgrind[p.c.naiveName].map { fmt($0.instructions, 0) } ?? "–") }
-    cells.append(fmt(nw.p50 / zw.p50, 1) + "×")
-    row(cells)
+// MARK: - Notification path
+
+if let notifications = suites["NotificationBenchmarks"] {
+    guard let empty = notifications["baseline/empty"], let emptyMalloc = empty[malloc], let emptyWall = empty[wall] else {
+        fail("NotificationBenchmarks: baseline/empty (with Malloc (total) and wall clock) missing from the export")
+    }
+    func perStep(_ m: Metric) -> Double { (m.mean - emptyMalloc.mean) / decodesPerSample }
+    let rows: [(NotificationCase, [String: Metric])] = notificationCases.map { c in
+        guard let n = notifications[c.name], n[wall] != nil, n[malloc] != nil else { fail("incomplete results for \(c.name)") }
+        return (c, n)
+    }
+    if !results.isEmpty { print("") }
+    print("Notification path: recv → parse → session → decode → delegate, through the real client stack (per notification)")
+    print("")
+    var cols = ["notification", "payload bytes", "ns/notification (p50)", "ns (p90)", "mallocs/notification",
+                "mallocs per 1,000-notification sample (min–max)"]
+    if haveInstructions { cols.append("instructions/notification") }
+    if haveValgrind { cols += ["instructions/notification (cachegrind)", "allocs/notification (memcheck)"] }
+    if !results.isEmpty { cols.append("decode alone ns (decode/…)") }
+    if haveValgrind { cols.append("decode alone instructions") }
+    cols.append("samples")
+    header(cols)
+    for (c, n) in rows {
+        let w = n[wall]!, m = n[malloc]!
+        let bytes = decodeCases.first { $0.zeroCopyName == c.decodeName }.map { "\($0.payload.count)" } ?? "–"
+        var cells = [c.name, bytes, fmt(nsPerDecode(w.p50), 0), fmt(nsPerDecode(w.p90), 0), fmt(perStep(m), 3),
+                     "\(fmt(m.samples.min() ?? 0, 0))–\(fmt(m.max, 0))"]
+        if haveInstructions { cells.append(n[instr].map { fmt($0.p50 / decodesPerSample, 0) } ?? "–") }
+        if haveValgrind {
+            cells += [valgrind[c.name].map { fmt($0.instructions, 0) } ?? "–", valgrind[c.name].map { fmt($0.allocs, 3) } ?? "–"]
+        }
+        if !results.isEmpty { cells.append(results[c.decodeName]?[wall].map { fmt(nsPerDecode($0.p50), 1) } ?? "–") }
+        if haveValgrind { cells.append(valgrind[c.decodeName].map { fmt($0.instructions, 0) } ?? "–") }
+        cells.append("\(w.samples.count)")
+        row(cells)
+    }
+    print("")
+    print("NotificationBenchmarks baseline/empty: \(fmt(nsPerDecode(emptyWall.p50), 2)) ns per iteration (p50); mallocs per "
+        + "1,000-iteration sample: mean \(fmt(emptyMalloc.mean, 3)), min \(fmt(emptyMalloc.samples.min() ?? 0, 0)), "
+        + "max \(fmt(emptyMalloc.max, 0)). Its mean is subtracted in the mallocs/notification column.")
+    var over: [String] = []
+    for (c, n) in rows {
+        let samples = n[malloc]!.samples
+        let more = samples.filter { $0 > emptyMalloc.max }
+        if !more.isEmpty { over.append("\(c.name): \(more.count) of \(samples.count) samples had up to \(fmt(more.max()! - emptyMalloc.max, 0)) more") }
+    }
+    if over.isEmpty {
+        print("Every notification sample had exactly the baseline's malloc count or fewer.")
+    } else {
+        print("Notification samples with more mallocs than the empty baseline's maximum (per 1,000-notification sample):")
+        for o in over { print("  " + o) }
+    }
+    for (name, what) in [("loop/idle-turn", "one loop turn with nothing to receive"),
+                         ("control/short-notification", "positive control, every notification a decode error that is logged")] {
+        guard let n = notifications[name], let w = n[wall], let m = n[malloc] else { continue }
+        var line = "\(name) (\(what)): \(fmt(nsPerDecode(w.p50), 0)) ns (p50), \(fmt(perStep(m), 3)) mallocs per step"
+        if let v = valgrind[name] { line += "; cachegrind \(fmt(v.instructions, 0)) instructions, memcheck \(fmt(v.allocs, 3)) allocs per step" }
+        print(line)
+    }
 }
 
-// Details.
-print("")
-var detail = ["payload kind", "zero-copy p90 ns", "naive p90 ns", "zero-copy CPU ns (mean)", "naive CPU ns (mean)",
-              "zero-copy samples", "naive samples"]
-if haveValgrind { detail += ["zero-copy allocs/decode (memcheck)", "naive allocs/decode (memcheck)"] }
-header(detail)
-for p in pairs {
-    let zw = p.z[wall]!, nw = p.n[wall]!
-    var cells = [p.c.kind, fmt(nsPerDecode(zw.p90), 1), fmt(nsPerDecode(nw.p90), 1),
-                 p.z[cpu].map { fmt(nsPerDecode($0.mean), 1) } ?? "–", p.n[cpu].map { fmt(nsPerDecode($0.mean), 1) } ?? "–",
-                 "\(zw.samples.count)", "\(nw.samples.count)"]
-    if haveValgrind {
-        cells += [valgrind[p.c.zeroCopyName].map { fmt($0.allocs, 3) } ?? "–", valgrind[p.c.naiveName].map { fmt($0.allocs, 3) } ?? "–"]
-    }
-    row(cells)
-}
-
-// Notes.
-print("")
-print("baseline/empty (the same loop, no decode): \(fmt(nsPerDecode(emptyWall.p50), 2)) ns per iteration (p50); "
-    + "mallocs per 1,000-iteration sample: mean \(fmt(emptyMalloc.mean, 3)), min \(fmt(emptyMalloc.samples.min() ?? 0, 0)), "
-    + "max \(fmt(emptyMalloc.max, 0)). Its mean is subtracted in every mallocs/decode column.")
-var outliers: [String] = []
-for p in pairs {
-    let samples = p.z[malloc]!.samples
-    let over = samples.filter { $0 > emptyMalloc.max }
-    if !over.isEmpty {
-        outliers.append("\(p.c.zeroCopyName): \(over.count) of \(samples.count) samples had up to \(fmt(over.max()! - emptyMalloc.max, 0)) more")
-    }
-}
-if outliers.isEmpty {
-    print("Every zero-copy sample had exactly the baseline's malloc count or fewer.")
-} else {
-    print("Zero-copy samples with more mallocs than the empty baseline's maximum (per 1,000-decode sample, not per decode):")
-    for o in outliers { print("  " + o) }
-}
 if !haveInstructions {
     print("Instructions: the harness reported none (no hardware performance counters here: perf_event_open fails)"
         + (haveValgrind ? "; the cachegrind columns count them outside the harness." : "; run.sh --valgrind counts them with cachegrind."))

@@ -1,0 +1,208 @@
+// The real client stack on one event loop, set up once and then fed notifications by hand, so
+// that the path from recv() to a decoded Reading can be measured on its own:
+//
+//   emulator's ATTBearer.sendRaw(pdu) ──socketpair──▶ EventLoop.runOnce (epoll_wait)
+//     ▶ client ATTBearer.ready (recv) ▶ dispatch (ATTPDU.parse) ▶ SensorTagSession.notification
+//     ▶ SensorProfile.decode ▶ TagSupervisor ▶ ReadingCounter (count += 1)
+//
+// Setup (not measured) is what the daemon does: a TagSupervisor connects through an
+// AdapterQueue over an EmulatedAdapter, the session discovers, configures and subscribes the one
+// sensor, and the emulator's own timer delivers readings until the first real one is decoded.
+// Then the emulator is silenced (faults.silent) and one Handle Value Notification of the
+// sensor's data handle, carrying the emulator's last measured (non-zero) value, is prebuilt.
+// Each measured step sends that existing array from the emulator's side and turns the loop once
+// without waiting; the clock (a ManualClock) does not move, so no timer fires.
+//
+// The benchmark target, the valgrind probe and its self-check all use this one rig.
+
+import Acquisition
+import Profiles
+import SensorTagEmulator
+
+/// One sensor to stream: `notification/<model>/<sensor>`.
+public struct NotificationCase: Sendable {
+    public let model: EmulatedModel
+    public let sensor: Sensor
+
+    public var kind: String { "\(model.hardware.rawValue)/\(sensor.rawValue)" }
+    public var name: String { "notification/\(kind)" }
+
+    /// The decode benchmark of the same payload kind (DecodeBenchmarks), for comparison.
+    public var decodeName: String { "decode/\(kind)" }
+}
+
+/// Every sensor the emulator measures on a timer, on both generations (default firmware:
+/// CC2650 1.50, CC2541 1.5).
+public let notificationCases: [NotificationCase] = [
+    .init(model: .cc2650(), sensor: .movement),
+    .init(model: .cc2650(), sensor: .humidity),
+    .init(model: .cc2650(), sensor: .temperature),
+    .init(model: .cc2650(), sensor: .barometer),
+    .init(model: .cc2650(), sensor: .light),
+    .init(model: .cc2541(), sensor: .temperature),
+    .init(model: .cc2541(), sensor: .accelerometer),
+    .init(model: .cc2541(), sensor: .humidity),
+    .init(model: .cc2541(), sensor: .magnetometer),
+    .init(model: .cc2541(), sensor: .barometer),
+    .init(model: .cc2541(), sensor: .gyroscope),
+]
+
+/// The supervisor's delegate: counts readings in an Int and does nothing else on the hot path.
+/// Events and log lines are kept only while `transcript` is non-nil (during setup), to explain a
+/// setup that fails.
+public final class ReadingCounter: TagSupervisorDelegate {
+    public var count = 0
+    public var transcript: [String]? = []
+
+    public init() {}
+
+    public func supervisor(_ s: TagSupervisor, event: ConnectionEvent) {
+        transcript?.append("event: \(event)")
+    }
+
+    public func supervisor(_ s: TagSupervisor, didRead reading: Reading, index: Int) {
+        count += 1
+    }
+
+    public func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {
+        transcript?.append("\(level): \(message)")
+    }
+}
+
+public struct RigError: Error, CustomStringConvertible {
+    public let description: String
+}
+
+public final class NotificationRig {
+    public let c: NotificationCase
+    public let clock = ManualClock()
+    public let loop: EventLoop
+    public let emulator: SensorTagEmulator
+    public let air: EmulatedAdapter
+    public let adapter: AdapterQueue
+    public let cache = HandleCache()
+    public let supervisor: TagSupervisor
+    public let counter = ReadingCounter()
+    /// The sensor's data value handle, as the session discovered it.
+    public let dataHandle: UInt16
+    /// The value notified: the emulator's last measurement.
+    public let value: [UInt8]
+    /// The whole ATT PDU: 1B, handle (little-endian), value.
+    public let pdu: [UInt8]
+    /// The same PDU one byte short: the session must count a decode error and log it, which
+    /// builds a String. The positive control that shows allocations on this path are counted.
+    public let shortPDU: [UInt8]
+    /// PDUs sent by `deliver()` and readings counted before the first one.
+    public private(set) var sent = 0
+    public private(set) var countBefore = 0
+
+    public init(_ c: NotificationCase) throws(RigError) {
+        self.c = c
+        do {
+            loop = try EventLoop(clock: clock)
+        } catch {
+            throw RigError(description: "\(c.name): EventLoop: \(error)")
+        }
+        emulator = SensorTagEmulator(model: c.model, loop: loop, seed: 1)
+        air = EmulatedAdapter(loop: loop)
+        let address = BluetoothAddress("00:AA:01:00:00:01")!
+        air.add(emulator, at: address)
+        adapter = AdapterQueue(connector: air)
+        let tag = TagConfiguration(name: "bench", address: address, sensors: [SensorConfiguration(c.sensor)])
+        supervisor = TagSupervisor(tag: tag, loop: loop, adapter: adapter, monitor: air, cache: cache)
+        supervisor.random = { 0.5 }
+        supervisor.delegate = counter
+
+        func failure(_ what: String) -> RigError {
+            RigError(description: "\(c.name): \(what) (supervisor \(supervisor.state), "
+                + "\(counter.count) readings)\n  " + (counter.transcript ?? []).joined(separator: "\n  "))
+        }
+
+        // Connect, discover, configure, subscribe; then wait (in virtual time) for the sensor's
+        // first real reading: the first update after enabling is the all-zero placeholder, which
+        // the session skips.
+        supervisor.start()
+        let supervisor = self.supervisor, counter = self.counter
+        guard loop.run(until: { supervisor.state == .streaming && counter.count >= 1 }, limit: .seconds(120)) else {
+            throw failure("no reading within 120 s of virtual time")
+        }
+        guard let session = supervisor.session, session.isReady, let db = session.database,
+              let profile = SensorProfile.lookup(c.model.hardware, c.sensor),
+              let characteristic = db.characteristic(profile.data, in: profile.service.uuid) else {
+            throw failure("session not streaming, or \(c.sensor)'s data characteristic not discovered")
+        }
+        dataHandle = characteristic.valueHandle
+        guard emulator.table.valueHandle(profile.data, in: profile.service.uuid) == dataHandle else {
+            throw failure("the session's data handle \(dataHandle) is not the emulator's")
+        }
+
+        // Silence the emulator and let whatever is in flight arrive; the clock stays put.
+        emulator.faults.silent = true
+        for _ in 0..<4 { loop.runOnce(maxWait: .zero) }
+
+        guard let v = emulator.table[dataHandle]?.value, v.contains(where: { $0 != 0 }) else {
+            throw failure("the emulator's data value is missing or all zeros")
+        }
+        value = v
+        pdu = [ATTOpcode.handleValueNotification.rawValue, UInt8(truncatingIfNeeded: dataHandle),
+               UInt8(truncatingIfNeeded: dataHandle >> 8)] + v
+        shortPDU = Array(pdu.dropLast())
+        guard emulator.bearer != nil, supervisor.state == .streaming else { throw failure("link lost during setup") }
+
+        // One delivery by hand must produce exactly one reading.
+        counter.transcript = nil
+        let before = counter.count
+        emulator.bearer!.sendRaw(pdu)
+        loop.runOnce(maxWait: .zero)
+        guard counter.count == before + 1 else {
+            throw failure("a prebuilt notification produced \(counter.count - before) readings, not 1")
+        }
+        countBefore = counter.count
+    }
+
+    /// One measured step: the tag's side sends the prebuilt PDU (an existing array), and one turn
+    /// of the loop receives, parses, decodes and hands the reading to the counter.
+    @inline(__always)
+    public func deliver() {
+        emulator.bearer!.sendRaw(pdu)
+        loop.runOnce(maxWait: .zero)
+        sent &+= 1
+    }
+
+    /// The positive control's step: a notification that does not decode.
+    @inline(__always)
+    public func deliverShort() {
+        emulator.bearer!.sendRaw(shortPDU)
+        loop.runOnce(maxWait: .zero)
+    }
+
+    /// Decode errors the session has counted for the sensor.
+    public var decodeErrors: UInt64 { supervisor.session?.counters[0].decodeErrors ?? 0 }
+
+    /// Readings produced by `deliver()` so far.
+    public var delivered: Int { counter.count - countBefore }
+
+    /// Nil when every PDU sent became exactly one reading and nothing was refused or dropped;
+    /// otherwise why not.
+    public func problems() -> String? {
+        var out: [String] = []
+        if delivered != sent { out.append("\(sent) notifications sent, \(delivered) readings delivered") }
+        if supervisor.state != .streaming { out.append("supervisor is \(supervisor.state)") }
+        if let s = supervisor.session {
+            let k = s.counters[0]
+            if k.decodeErrors != 0 { out.append("\(k.decodeErrors) decode errors") }
+            let b = s.bearer.counters
+            if b.malformed + b.oversized + b.unknownOpcodes + b.dropped != 0 { out.append("bearer counters \(b)") }
+        } else {
+            out.append("no session")
+        }
+        return out.isEmpty ? nil : "\(c.name): " + out.joined(separator: "; ")
+    }
+
+    /// Disconnects and closes the socketpair.
+    public func close() {
+        supervisor.stop()
+        emulator.dropLink()
+        loop.runOnce(maxWait: .zero)
+    }
+}
