@@ -273,6 +273,20 @@ func plausible(_ r: Reading) -> Bool {
         #expect(fleet.count("t", "disconnected") == 0)
     }
 
+    @Test func decodeErrorsAreCountedEachButLoggedOnceAMinute() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.movement, periodMilliseconds: 100)])
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .movement) >= 2 }))
+        emulator.faults.malformedNotifications = .short
+        fleet.run(for: .seconds(90))
+        let errors = s.currentCounters[0].decodeErrors
+        #expect(errors >= 800, "every bad notification is counted: \(errors)")
+        let lines = fleet.logs.filter { $0.contains("CC2650 Movement Data: expected 18 bytes, got 17") }
+        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.last?.contains("more in the last minute") == true)
+    }
+
     @Test func garbageDiscoveryFailsSetupAndRetries() throws {
         let fleet = try Fleet()
         let (s, emulator) = fleet.add(.cc2541(), name: "t")
