@@ -165,9 +165,10 @@ gatt_show() {
 
 # --- the daemon (`collectord run`) and what it publishes ---
 
-# daemon_config FILE [MAX_ATTEMPTS]: the common part of a daemon configuration (adapter hci0, the
-# guest's broker, client id "vm" so status and events are on collectord/vm/…, spool in
-# $OUT/spool, reconnect 500 ms doubling to 4 s, discovery off). Append [[tag]] sections to FILE.
+# daemon_config FILE [MAX_ATTEMPTS [SPOOL]]: the common part of a daemon configuration (adapter
+# hci0, the guest's broker, client id "vm" so status and events are on collectord/vm/…, spool in
+# SPOOL or $OUT/spool, reconnect 500 ms doubling to 4 s, give up after MAX_ATTEMPTS (3), debug
+# log, discovery off). Append [[tag]] sections to FILE (daemon_tag).
 daemon_config() {
   cat > "$1" <<CONF
 adapter = "hci0"
@@ -178,7 +179,7 @@ brokers = ["$MQTT_HOST:$MQTT_PORT"]
 client_id = "vm"
 
 [spool]
-path = "$OUT/spool"
+path = "${3:-$OUT/spool}"
 
 [reconnect]
 base_ms = 500
@@ -326,4 +327,22 @@ plausible() {
     field_range "$f" "$t" "$s" "$1" "$2" "$3" || { plausible_why="$t/$s: $field_bad not in $2..$3"; return 1; }
   done
   plausible_why=""
+}
+
+# tag_events FILE TAG SINCE [UNTIL_EVENT]: logs TAG's events in FILE (a mqtt_watch log) that
+# arrived at or after SINCE (microseconds since the epoch), as "+MS event: detail", up to and
+# including the first UNTIL_EVENT. Sets tag_events (" event event …") and tag_event_t (the
+# arrival time of the last one listed).
+tag_events() {
+  local line t re="^([0-9]+)\.([0-9]{6})[0-9]* collectord/vm/events .*\"event\":\"([a-z_]+)\",\"tag\":\"$2\".*\"detail\":\"([^\"]*)\""
+  tag_events="" tag_event_t=""
+  while IFS= read -r line || [ -n "$line" ]; do
+    [[ $line =~ $re ]] || continue
+    t=${BASH_REMATCH[1]}${BASH_REMATCH[2]}
+    [ "$t" -ge "$3" ] || continue
+    echo "[$(vm_elapsed)]   +$(( (t - $3) / 1000 )) ms ${BASH_REMATCH[3]}: ${BASH_REMATCH[4]}"
+    tag_events+=" ${BASH_REMATCH[3]}" tag_event_t=$t
+    [ "${BASH_REMATCH[3]}" = "${4:-}" ] && break
+  done < "$1"
+  return 0
 }
