@@ -162,3 +162,187 @@ gatt_show() {
   sed -e 's/\x1b\[[0-9;]*m//g' -e 's/^.*\r\x1b\[K//' -e 's/^\[[0-9A-F:]*\]\[LE\]> */> /' \
       -e '/^$/d' -e 's/^/    /' "$OUT/$1.log"
 }
+
+# --- the daemon (`collectord run`) and what it publishes ---
+
+# daemon_config FILE [MAX_ATTEMPTS [SPOOL]]: the common part of a daemon configuration (adapter
+# hci0, the guest's broker, client id "vm" so status and events are on collectord/vm/…, spool in
+# SPOOL or $OUT/spool, reconnect 500 ms doubling to 4 s, give up after MAX_ATTEMPTS (3), debug
+# log, discovery off). Append [[tag]] sections to FILE (daemon_tag).
+daemon_config() {
+  cat > "$1" <<CONF
+adapter = "hci0"
+log_level = "debug"
+
+[mqtt]
+brokers = ["$MQTT_HOST:$MQTT_PORT"]
+client_id = "vm"
+
+[spool]
+path = "${3:-$OUT/spool}"
+
+[reconnect]
+base_ms = 500
+cap_ms = 4000
+max_attempts = ${2:-3}
+
+[homeassistant]
+discovery = false
+CONF
+}
+
+# mqtt_watch NAME: mosquitto_sub on collectord/# (QoS 1) in the background, into $OUT/NAME.log,
+# one line per message: "SECONDS.NANOSECONDS TOPIC PAYLOAD" (the arrival time, same clock as
+# $EPOCHREALTIME). Returns once the subscription is live (a probe message came back).
+mqtt_watch() {
+  start "$1" mosquitto_sub -h "$MQTT_HOST" -p "$MQTT_PORT" -q 1 -F '@s.@N %t %p' \
+    -t 'collectord/#' -t 'vmtest/probe'
+  local i
+  for i in 1 2 3 4 5; do
+    mosquitto_pub -h "$MQTT_HOST" -p "$MQTT_PORT" -q 1 -t vmtest/probe -m "$i" > /dev/null 2>&1
+    wait_for "$OUT/$1.log" '^[0-9.]+ vmtest/probe ' 2 && return 0
+  done
+  return 1
+}
+
+# mqtt_us LINE: the arrival time of a mqtt_watch line, in microseconds since the epoch.
+mqtt_us() { [[ $1 =~ ^([0-9]+)\.([0-9]{6}) ]] && echo "${BASH_REMATCH[1]}${BASH_REMATCH[2]}"; }
+
+# mqtt_first FILE REGEX [N]: the first (Nth) line of FILE matching REGEX in $mqtt_line, its
+# arrival time (microseconds since the epoch) in $mqtt_t. Returns 1 if there is none.
+mqtt_first() {
+  local line n=0
+  mqtt_line="" mqtt_t=""
+  [ -r "$1" ] || return 1
+  while IFS= read -r line || [ -n "$line" ]; do
+    [[ $line =~ $2 ]] || continue
+    n=$((n + 1))
+    [ $n -ge "${3:-1}" ] || continue
+    mqtt_line=$line
+    [[ $line =~ ^([0-9]+)\.([0-9]{6}) ]] && mqtt_t=${BASH_REMATCH[1]}${BASH_REMATCH[2]}
+    return 0
+  done < "$1"
+  return 1
+}
+
+# ms_between US1 US2: milliseconds from US1 to US2 (microsecond times: $EPOCHREALTIME without the dot, $mqtt_t).
+ms_between() { echo $(( ($2 - $1) / 1000 )); }
+
+# wait_next FILE REGEX SECONDS: like wait_for, but for a line beyond the ones that match now.
+wait_next() { wait_count "$1" "$2" $(( $(count "$1" "$2") + 1 )) "$3"; }
+
+# mqtt_split FILE DIR: the readings of FILE (a mqtt_watch log) split by topic into DIR/TAG.SENSOR,
+# one pass, so that checking each sensor does not read the whole log again (slow in the guest).
+mqtt_split() {
+  local line
+  mkdir -p "$2"
+  rm -f "$2"/*.*
+  while IFS= read -r line || [ -n "$line" ]; do
+    [[ $line =~ ^[0-9.]+\ collectord/([^/\ ]+)/([^/\ ]+)\ \{ ]] || continue
+    echo "$line" >> "$2/${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+  done < "$1"
+}
+
+# seq_check FILE TAG SENSOR: the readings on collectord/TAG/SENSOR in FILE (a mqtt_watch log).
+# Sets seq_n (how many), seq_first, seq_last and seq_gaps (the breaks in the sequence, as
+# "a->b" items); returns 1 when there are none or the sequence numbers are not consecutive.
+seq_check() {
+  local line re="^[0-9.]+ collectord/$2/$3 \{.*\"seq\":([0-9]+)" s prev=""
+  seq_n=0 seq_first="" seq_last="" seq_gaps=""
+  while IFS= read -r line || [ -n "$line" ]; do
+    [[ $line =~ $re ]] || continue
+    s=${BASH_REMATCH[1]}
+    seq_n=$((seq_n + 1))
+    [ -z "$seq_first" ] && seq_first=$s
+    [ -n "$prev" ] && [ "$s" -ne $((prev + 1)) ] && seq_gaps+=" $prev->$s"
+    prev=$s
+  done < "$1"
+  seq_last=$prev
+  [ "$seq_n" -gt 0 ] && [ -z "$seq_gaps" ]
+}
+
+# field_range FILE TAG SENSOR FIELD MIN MAX: every reading on collectord/TAG/SENSOR has FIELD's
+# value within MIN..MAX (integers; the value's integer part is compared, exponents -> 0).
+# Sets field_bad to the first offending value; returns 1 when one is out of range or none is found.
+field_range() {
+  local line re="^[0-9.]+ collectord/$2/$3 \{.*\"$4\":\{\"value\":(-?)([0-9]+)(\.[0-9]*)?([eE]([-+]?[0-9]+))?" v n=0
+  field_bad=""
+  while IFS= read -r line || [ -n "$line" ]; do
+    [[ $line =~ $re ]] || continue
+    n=$((n + 1))
+    v=$((10#${BASH_REMATCH[2]}))
+    if [ -n "${BASH_REMATCH[5]}" ]; then
+      if [ "${BASH_REMATCH[5]}" -lt 0 ]; then v=0; else v=999999999; fi
+    fi
+    [ "${BASH_REMATCH[1]}" = "-" ] && v=$(( -v ))
+    if [ "$v" -lt "$5" ] || [ "$v" -gt "$6" ]; then field_bad="$4=${BASH_REMATCH[1]}${BASH_REMATCH[2]}${BASH_REMATCH[3]}"; return 1; fi
+  done < "$1"
+  [ $n -gt 0 ] || { field_bad="$4 missing"; return 1; }
+}
+
+# mqtt_show FILE: a mqtt_watch log, with times relative to the scenario's start and long payloads cut.
+mqtt_show() {
+  local line us rest
+  [ -r "$1" ] || return 0
+  while IFS= read -r line || [ -n "$line" ]; do
+    [[ $line =~ ^([0-9]+)\.([0-9]{6})[0-9]*\ (.*)$ ]] || { echo "    $line"; continue; }
+    us=$(( ${BASH_REMATCH[1]}${BASH_REMATCH[2]} - _vm_t0 )) rest=${BASH_REMATCH[3]}
+    [ ${#rest} -gt 150 ] && rest="${rest:0:150}…"
+    printf '    [%d.%02d] %s\n' $(( us / 1000000 )) $(( us % 1000000 / 10000 )) "$rest"
+  done < "$1"
+}
+
+# daemon_tag FILE NAME ADDRESS MODEL [SENSOR[:PERIOD_MS]]...: appends a [[tag]] section to FILE,
+# with one [tag.sensors.SENSOR] table per SENSOR (none: every sensor at the tag's defaults).
+daemon_tag() {
+  local file=$1 s
+  printf '\n[[tag]]\nname = "%s"\naddress = "%s"\nmodel = "%s"\n' "$2" "$3" "$4" >> "$file"
+  shift 4
+  for s in "$@"; do
+    printf '[tag.sensors.%s]\n' "${s%%:*}" >> "$file"
+    [[ $s == *:* ]] && printf 'period_ms = %s\n' "${s#*:}" >> "$file"
+  done
+  return 0
+}
+
+# plausible FILE TAG SENSOR: every reading of TAG's SENSOR in FILE (a mqtt_watch log) has its
+# fields in a physically plausible range (room temperature, humidity 0-100 %RH, 300-1100 hPa,
+# |acceleration| <= 16 g with gravity on z, …). Sets plausible_why when not.
+plausible() {
+  local f=$1 t=$2 s=$3 spec x
+  case $s in
+    temperature) spec=("object -40 125" "ambient -40 125") ;;
+    humidity) spec=("temperature -40 125" "humidity 0 100") ;;
+    barometer) spec=("temperature -40 125" "pressure 300 1100") ;;
+    light) spec=("illuminance 0 84000") ;;
+    movement) spec=("accel_x -16 16" "accel_y -16 16" "accel_z 0 2" "gyro_x -250 250" "gyro_y -250 250"
+                    "gyro_z -250 250" "mag_x -4912 4912" "mag_y -4912 4912" "mag_z -4912 4912") ;;
+    accelerometer) spec=("x -8 8" "y -8 8" "z 0 2") ;;
+    magnetometer) spec=("x -1000 1000" "y -1000 1000" "z -1000 1000") ;;
+    gyroscope) spec=("x -250 250" "y -250 250" "z -250 250") ;;
+    *) plausible_why="no range known for $s"; return 1 ;;
+  esac
+  for x in "${spec[@]}"; do
+    set -- $x
+    field_range "$f" "$t" "$s" "$1" "$2" "$3" || { plausible_why="$t/$s: $field_bad not in $2..$3"; return 1; }
+  done
+  plausible_why=""
+}
+
+# tag_events FILE TAG SINCE [UNTIL_EVENT]: logs TAG's events in FILE (a mqtt_watch log) that
+# arrived at or after SINCE (microseconds since the epoch), as "+MS event: detail", up to and
+# including the first UNTIL_EVENT. Sets tag_events (" event event …") and tag_event_t (the
+# arrival time of the last one listed).
+tag_events() {
+  local line t re="^([0-9]+)\.([0-9]{6})[0-9]* collectord/vm/events .*\"event\":\"([a-z_]+)\",\"tag\":\"$2\".*\"detail\":\"([^\"]*)\""
+  tag_events="" tag_event_t=""
+  while IFS= read -r line || [ -n "$line" ]; do
+    [[ $line =~ $re ]] || continue
+    t=${BASH_REMATCH[1]}${BASH_REMATCH[2]}
+    [ "$t" -ge "$3" ] || continue
+    echo "[$(vm_elapsed)]   +$(( (t - $3) / 1000 )) ms ${BASH_REMATCH[3]}: ${BASH_REMATCH[4]}"
+    tag_events+=" ${BASH_REMATCH[3]}" tag_event_t=$t
+    [ "${BASH_REMATCH[3]}" = "${4:-}" ] && break
+  done < "$1"
+  return 0
+}

@@ -1,0 +1,88 @@
+#!/bin/bash
+# collectord run as nobody with only CAP_NET_RAW and CAP_NET_ADMIN streams both tags as in daemon-stream.
+# vm-timeout: 100
+# The daemon started through setpriv as uid/gid 65534, no groups, with CAP_NET_RAW and
+# CAP_NET_ADMIN as ambient capabilities (what the systemd unit grants): its HCI sockets, LE
+# connections and scanning must work without root. Checked: the process's uid and effective
+# capabilities, then both tags connect and every configured sensor publishes plausible readings
+# with gap-free sequence numbers, availability and status online.
+. "$VM_LIB"
+DIR=/tmp/vm-unprivileged   # the config and spool, owned or readable by nobody (not on 9p)
+CONF=$DIR/collectord.conf
+M=$OUT/mqtt.log
+A_SENSORS=(temperature humidity barometer movement light)
+B_SENSORS=(temperature humidity barometer accelerometer magnetometer gyroscope)
+
+mkdir -p "$DIR/spool" && chmod 755 "$DIR" && chown 65534:65534 "$DIR/spool" || fail "cannot prepare $DIR"
+mqtt_watch mqtt || fail "mosquitto_sub did not subscribe"
+daemon_config "$CONF" 3 "$DIR/spool"
+daemon_tag "$CONF" a "$HCI1_ADDR" cc2650 temperature:1000 humidity:500 barometer:1000 movement:1000 light:800
+daemon_tag "$CONF" b "$HCI2_ADDR" cc2541 temperature:1000 humidity:500 barometer:1000 accelerometer:1000 magnetometer:2000 gyroscope:1000
+chmod 644 "$CONF"
+cp "$CONF" "$OUT/collectord.conf"
+
+start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
+start emulate-b "$COLLECTORD" emulate --model cc2541 --adapter hci2 --seed 2
+wait_for "$OUT/emulate-a.log" 'advertising on hci1' 15 || fail "cc2650 emulator did not advertise"
+wait_for "$OUT/emulate-b.log" 'advertising on hci2' 15 || fail "cc2541 emulator did not advertise"
+
+t_run=${EPOCHREALTIME/./}
+start daemon setpriv --reuid=65534 --regid=65534 --clear-groups \
+  --inh-caps=+net_raw,+net_admin --ambient-caps=+net_raw,+net_admin \
+  "$COLLECTORD" run --config "$CONF"
+pid=$(< "$OUT/daemon.pid")
+# setpriv execs collectord in the same process: check who it runs as.
+nap 0.5
+uid="" capeff="" name=""
+while IFS=$'\t ' read -r k v _; do
+  case $k in Name:) name=$v ;; Uid:) uid=$v ;; CapEff:) capeff=$v ;; esac
+done < "/proc/$pid/status" || { cat "$OUT/daemon.log"; fail "the daemon is not running"; }
+log "daemon process: name $name, uid $uid, CapEff $capeff"
+[ "$name" = collectord ] || fail "pid $pid is $name, not collectord"
+[ "$uid" = 65534 ] || fail "the daemon runs as uid $uid"
+[ "$capeff" = 0000000000003000 ] || fail "effective capabilities $capeff, expected 0000000000003000 (net_admin, net_raw)"
+
+for t in a b; do
+  wait_for "$M" "collectord/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\"" 40 \
+    || { echo "--- daemon log"; cat "$OUT/daemon.log"; mqtt_show "$M"; fail "tag $t not ready 40 s after the daemon started"; }
+  mqtt_first "$M" "collectord/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\""
+  log "tag $t ready $(ms_between $t_run $mqtt_t) ms after the daemon started"
+done
+for t in a b; do
+  if [ $t = a ]; then sensors=("${A_SENSORS[@]}"); else sensors=("${B_SENSORS[@]}"); fi
+  for s in "${sensors[@]}"; do
+    wait_count "$M" "^[0-9.]+ collectord/$t/$s \{" 3 30 || { mqtt_show "$M"; fail "fewer than 3 readings of $t/$s"; }
+  done
+done
+log "3 readings of every sensor of both tags"
+running daemon || fail "the daemon died"
+rc=0
+stop daemon
+wait "$pid" || rc=$?
+nap 0.3
+stop mqtt
+log "daemon stopped (status $rc)"
+
+expect "$M" '^[0-9.]+ collectord/vm/status online' "status online"
+for t in a b; do
+  expect "$M" "^[0-9.]+ collectord/$t/availability online" "$t availability online"
+done
+mqtt_split "$M" "$OUT/readings"
+summary=""
+for t in a b; do
+  if [ $t = a ]; then sensors=("${A_SENSORS[@]}"); else sensors=("${B_SENSORS[@]}"); fi
+  for s in "${sensors[@]}"; do
+    seq_check "$OUT/readings/$t.$s" $t $s || fail "$t/$s: sequence numbers not consecutive:$seq_gaps"
+    [ "$seq_first" -eq 0 ] || fail "$t/$s: first sequence number $seq_first, not 0"
+    plausible "$OUT/readings/$t.$s" $t $s || fail "implausible reading: $plausible_why"
+    summary+=" $t/$s:$seq_n"
+  done
+done
+log "readings (seq 0..n-1, values plausible):$summary"
+if matches "$M" '"event":"(disconnected|timeout|give_up)"' || matches "$M" '"detail":"forced disconnect: ([^s]|s[^t])'; then
+  mqtt_show "$M"; fail "a link failed while streaming"
+fi
+if matches "$OUT/daemon.log" '(Operation not permitted|Permission denied|EPERM|EACCES)'; then
+  echo "--- daemon log"; cat "$OUT/daemon.log"; fail "permission errors in the daemon's log"
+fi
+pass "as uid 65534 with net_raw+net_admin:$summary"
