@@ -259,14 +259,41 @@ public final class LEScanner: AdvertisementMonitor {
     private func open() throws(LinkError) {
         let socket = try HCISocket(loop: loop, adapter: adapterID)
         socket.onEvent = { [unowned self] event in
-            guard case .advertisements(let reports) = event else { return }
-            for report in reports {
-                for w in self.watchers where w.address?.sameDevice(as: report.address) ?? true {
-                    w.handler(report)
+            switch event {
+            case .advertisements(let reports):
+                for report in reports {
+                    for w in self.watchers where w.address?.sameDevice(as: report.address) ?? true {
+                        w.handler(report)
+                    }
                 }
+            case .commandComplete(let opcode, let status) where status != 0 && LEScanner.scanOpcodes.contains(opcode):
+                // Typically "Command Disallowed" while the kernel still runs the passive scan of a
+                // connection attempt: try again shortly rather than never scan.
+                self.restart(after: .seconds(1))
+            default:
+                break
             }
         }
         hci = socket
+    }
+
+    /// LE Set Scan Parameters and LE Set Scan Enable (OGF 0x08).
+    static let scanOpcodes: Set<UInt16> = [0x200B, 0x200C]
+
+    private var refresh: TimerID?
+    /// How often a running scan is restarted while anyone watches: the kernel may stop a scan it
+    /// did not start (after a connection attempt), and some controllers (btvirt) report a device
+    /// that was already advertising only when a scan starts.
+    public var refreshInterval: Duration = .seconds(5)
+
+    private func restart(after delay: Duration) {
+        loop.cancel(refresh)
+        refresh = loop.schedule(after: delay) { [weak self] in
+            guard let self, self.scanning else { return }
+            self.hci?.setScan(enabled: false)
+            self.hci?.setScan(enabled: true)
+            self.restart(after: self.refreshInterval)
+        }
     }
 
     /// After the controller was reset or re-plugged: a new socket, and scanning enabled again if
@@ -292,6 +319,7 @@ public final class LEScanner: AdvertisementMonitor {
         if !scanning {
             scanning = true
             hci?.setScan(enabled: true)
+            restart(after: refreshInterval)
         }
         return token
     }
@@ -300,11 +328,13 @@ public final class LEScanner: AdvertisementMonitor {
         watchers.removeAll { $0.token === token }
         if watchers.isEmpty && scanning {
             scanning = false
+            loop.cancel(refresh)
             hci?.setScan(enabled: false)
         }
     }
 
     public func close() {
+        loop.cancel(refresh)
         if scanning { hci?.setScan(enabled: false) }
         hci?.close()
         hci = nil
