@@ -584,12 +584,12 @@ private struct TOMLParser {
         switch c {
         case ASCII.quote:
             if peekIs(ASCII.quote, 1) && peekIs(ASCII.quote, 2) {
-                return TOMLValue(.string(try parseMultilineBasicString()), line: startLine)
+                return TOMLValue(.string(try parseMultilineString(delimiter: ASCII.quote, escapes: true)), line: startLine)
             }
             return TOMLValue(.string(try parseBasicString()), line: startLine)
         case ASCII.apostrophe:
             if peekIs(ASCII.apostrophe, 1) && peekIs(ASCII.apostrophe, 2) {
-                return TOMLValue(.string(try parseMultilineLiteralString()), line: startLine)
+                return TOMLValue(.string(try parseMultilineString(delimiter: ASCII.apostrophe, escapes: false)), line: startLine)
             }
             return TOMLValue(.string(try parseLiteralString()), line: startLine)
         case ASCII.openBracket:
@@ -752,27 +752,31 @@ private struct TOMLParser {
         }
     }
 
-    mutating func parseMultilineBasicString() throws(TOMLError) -> String {
+    /// A multi-line string, basic (`"""`, with escapes) or literal (`'''`, without): the two
+    /// differ only in their delimiter and in whether a backslash starts an escape.
+    mutating func parseMultilineString(delimiter quote: UInt8, escapes: Bool) throws(TOMLError) -> String {
         let startLine = line
         position += 3
         if peekIs(ASCII.lf) { advance() } else if peekIs(ASCII.cr) && peekIs(ASCII.lf, 1) { position += 1; advance() }
         var out: [UInt8] = []
         while true {
-            guard let c = peek() else { throw fail("unterminated string (missing '\"\"\"')", line: startLine) }
-            if c == ASCII.quote {
+            guard let c = peek() else {
+                throw fail(escapes ? "unterminated string (missing '\"\"\"')" : "unterminated string (missing \"'''\")", line: startLine)
+            }
+            if c == quote {
                 var n = 0
-                while peekIs(ASCII.quote, n) { n += 1 }
+                while peekIs(quote, n) { n += 1 }
                 if n >= 3 {
                     guard n <= 5 else { throw fail("too many quotes at the end of a multi-line string") }
-                    out.append(contentsOf: repeatElement(ASCII.quote, count: n - 3))
+                    out.append(contentsOf: repeatElement(quote, count: n - 3))
                     position += n
                     return String(decoding: out, as: UTF8.self)
                 }
-                out.append(contentsOf: repeatElement(ASCII.quote, count: n))
+                out.append(contentsOf: repeatElement(quote, count: n))
                 position += n
                 continue
             }
-            if c == ASCII.backslash {
+            if escapes && c == ASCII.backslash {
                 try parseEscape(into: &out, multiline: true)
                 continue
             }
@@ -839,37 +843,6 @@ private struct TOMLParser {
             }
             try checkStringByte(c, startLine: startLine, multiline: false)
             position += 1
-        }
-    }
-
-    mutating func parseMultilineLiteralString() throws(TOMLError) -> String {
-        let startLine = line
-        position += 3
-        if peekIs(ASCII.lf) { advance() } else if peekIs(ASCII.cr) && peekIs(ASCII.lf, 1) { position += 1; advance() }
-        var out: [UInt8] = []
-        while true {
-            guard let c = peek() else { throw fail("unterminated string (missing \"'''\")", line: startLine) }
-            if c == ASCII.apostrophe {
-                var n = 0
-                while peekIs(ASCII.apostrophe, n) { n += 1 }
-                if n >= 3 {
-                    guard n <= 5 else { throw fail("too many quotes at the end of a multi-line string") }
-                    out.append(contentsOf: repeatElement(ASCII.apostrophe, count: n - 3))
-                    position += n
-                    return String(decoding: out, as: UTF8.self)
-                }
-                out.append(contentsOf: repeatElement(ASCII.apostrophe, count: n))
-                position += n
-                continue
-            }
-            try checkStringByte(c, startLine: startLine, multiline: true)
-            if c == ASCII.cr {
-                guard peekIs(ASCII.lf, 1) else { throw fail("carriage return without a line feed") }
-                position += 1
-                continue
-            }
-            out.append(c)
-            advance()
         }
     }
 
