@@ -346,3 +346,33 @@ tag_events() {
   done < "$1"
   return 0
 }
+
+# start_emulators: a CC2650 on hci1 (emulate-a) and a CC2541 on hci2 (emulate-b), both advertising.
+start_emulators() {
+  start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
+  start emulate-b "$COLLECTORD" emulate --model cc2541 --adapter hci2 --seed 2
+  wait_for "$OUT/emulate-a.log" 'advertising on hci1' 15 || fail "cc2650 emulator did not advertise"
+  wait_for "$OUT/emulate-b.log" 'advertising on hci2' 15 || fail "cc2541 emulator did not advertise"
+}
+
+# check_streams LOG: the status and both tags' availability went online, and every sensor of
+# A_SENSORS (tag a) and B_SENSORS (tag b) has readings numbered 0..n-1 without a gap and with
+# plausible values. Sets $stream_summary (" a/humidity:N …").
+check_streams() {
+  local m=$1 t s sensors
+  expect "$m" '^[0-9.]+ collectord/vm/status online' "status online"
+  for t in a b; do
+    expect "$m" "^[0-9.]+ collectord/$t/availability online" "$t availability online"
+  done
+  mqtt_split "$m" "$OUT/readings"
+  stream_summary=""
+  for t in a b; do
+    if [ $t = a ]; then sensors=("${A_SENSORS[@]}"); else sensors=("${B_SENSORS[@]}"); fi
+    for s in "${sensors[@]}"; do
+      seq_check "$OUT/readings/$t.$s" $t $s || fail "$t/$s: sequence numbers not consecutive:$seq_gaps"
+      [ "$seq_first" -eq 0 ] || fail "$t/$s: first sequence number $seq_first, not 0"
+      plausible "$OUT/readings/$t.$s" $t $s || fail "implausible reading: $plausible_why"
+      stream_summary+=" $t/$s:$seq_n"
+    done
+  done
+}

@@ -15,10 +15,7 @@ daemon_tag "$CONF" a "$HCI1_ADDR" cc2650 temperature:1000 humidity:500 barometer
 daemon_tag "$CONF" b "$HCI2_ADDR" cc2541 temperature:1000 humidity:500 barometer:1000 accelerometer:1000 magnetometer:2000 gyroscope:1000
 step 10 check-config "$COLLECTORD" check-config --config "$CONF" || fail "configuration rejected"
 
-start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
-start emulate-b "$COLLECTORD" emulate --model cc2541 --adapter hci2 --seed 2
-wait_for "$OUT/emulate-a.log" 'advertising on hci1' 15 || fail "cc2650 emulator did not advertise"
-wait_for "$OUT/emulate-b.log" 'advertising on hci2' 15 || fail "cc2541 emulator did not advertise"
+start_emulators
 
 t_run=${EPOCHREALTIME/./}
 start daemon "$COLLECTORD" run --config "$CONF"
@@ -43,25 +40,13 @@ stop daemon
 nap 0.5
 stop mqtt
 
-expect "$OUT/mqtt.log" '^[0-9.]+ collectord/vm/status online' "status online"
+check_streams "$OUT/mqtt.log"
 for t in a b; do
-  expect "$OUT/mqtt.log" "^[0-9.]+ collectord/$t/availability online" "$t availability online"
   expect "$OUT/mqtt.log" "collectord/vm/events \{.*\"event\":\"connected\",\"tag\":\"$t\"" "$t connected event"
 done
-mqtt_split "$OUT/mqtt.log" "$OUT/readings"
-summary=""
-for t in a b; do
-  if [ $t = a ]; then sensors=("${A_SENSORS[@]}"); else sensors=("${B_SENSORS[@]}"); fi
-  for s in "${sensors[@]}"; do
-    seq_check "$OUT/readings/$t.$s" $t $s || fail "$t/$s: sequence numbers not consecutive:$seq_gaps"
-    [ "$seq_first" -eq 0 ] || fail "$t/$s: first sequence number $seq_first, not 0"
-    plausible "$OUT/readings/$t.$s" $t $s || fail "implausible reading: $plausible_why"
-    summary+=" $t/$s:$seq_n"
-  done
-done
-log "readings (seq 0..n-1, values plausible):$summary"
+log "readings (seq 0..n-1, values plausible):$stream_summary"
 if matches "$OUT/mqtt.log" '"event":"(disconnected|timeout|give_up)"' \
    || matches "$OUT/mqtt.log" '"detail":"forced disconnect: ([^s]|s[^t])'; then
   mqtt_show "$OUT/mqtt.log"; fail "a link failed while streaming"
 fi
-pass "both tags streaming,$summary"
+pass "both tags streaming,$stream_summary"

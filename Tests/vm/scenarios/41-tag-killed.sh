@@ -18,10 +18,7 @@ daemon_config "$CONF"
 daemon_tag "$CONF" a "$HCI1_ADDR" cc2650 temperature:1000 humidity:500
 daemon_tag "$CONF" b "$HCI2_ADDR" cc2541 humidity:500
 
-start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
-start emulate-b "$COLLECTORD" emulate --model cc2541 --adapter hci2 --seed 2
-wait_for "$OUT/emulate-a.log" 'advertising on hci1' 15 || fail "cc2650 emulator did not advertise"
-wait_for "$OUT/emulate-b.log" 'advertising on hci2' 15 || fail "cc2541 emulator did not advertise"
+start_emulators
 start daemon "$COLLECTORD" run --config "$CONF"
 for t in a b; do
   wait_for "$M" "$(ev ready $t)" 40 || { mqtt_show "$M"; fail "tag $t not ready"; }

@@ -21,10 +21,7 @@ daemon_tag "$CONF" b "$HCI2_ADDR" cc2541 temperature:1000 humidity:500 barometer
 chmod 644 "$CONF"
 cp "$CONF" "$OUT/collectord.conf"
 
-start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
-start emulate-b "$COLLECTORD" emulate --model cc2541 --adapter hci2 --seed 2
-wait_for "$OUT/emulate-a.log" 'advertising on hci1' 15 || fail "cc2650 emulator did not advertise"
-wait_for "$OUT/emulate-b.log" 'advertising on hci2' 15 || fail "cc2541 emulator did not advertise"
+start_emulators
 
 t_run=${EPOCHREALTIME/./}
 start daemon setpriv --reuid=65534 --regid=65534 --clear-groups \
@@ -63,26 +60,12 @@ nap 0.3
 stop mqtt
 log "daemon stopped (status $rc)"
 
-expect "$M" '^[0-9.]+ collectord/vm/status online' "status online"
-for t in a b; do
-  expect "$M" "^[0-9.]+ collectord/$t/availability online" "$t availability online"
-done
-mqtt_split "$M" "$OUT/readings"
-summary=""
-for t in a b; do
-  if [ $t = a ]; then sensors=("${A_SENSORS[@]}"); else sensors=("${B_SENSORS[@]}"); fi
-  for s in "${sensors[@]}"; do
-    seq_check "$OUT/readings/$t.$s" $t $s || fail "$t/$s: sequence numbers not consecutive:$seq_gaps"
-    [ "$seq_first" -eq 0 ] || fail "$t/$s: first sequence number $seq_first, not 0"
-    plausible "$OUT/readings/$t.$s" $t $s || fail "implausible reading: $plausible_why"
-    summary+=" $t/$s:$seq_n"
-  done
-done
-log "readings (seq 0..n-1, values plausible):$summary"
+check_streams "$M"
+log "readings (seq 0..n-1, values plausible):$stream_summary"
 if matches "$M" '"event":"(disconnected|timeout|give_up)"' || matches "$M" '"detail":"forced disconnect: ([^s]|s[^t])'; then
   mqtt_show "$M"; fail "a link failed while streaming"
 fi
 if matches "$OUT/daemon.log" '(Operation not permitted|Permission denied|EPERM|EACCES)'; then
   echo "--- daemon log"; cat "$OUT/daemon.log"; fail "permission errors in the daemon's log"
 fi
-pass "as uid 65534 with net_raw+net_admin:$summary"
+pass "as uid 65534 with net_raw+net_admin:$stream_summary"
