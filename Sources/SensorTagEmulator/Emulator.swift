@@ -37,6 +37,9 @@ public final class SensorTagEmulator {
     public let calibration: CC2541.Barometer.Calibration
     public let server: GATTServer
     public var faults = Faults()
+    /// Load generation: when set, every enabled periodic sensor notifies at this interval instead
+    /// of its period, so benchmarks can drive a daemon faster than real firmware allows.
+    public var notificationInterval: Duration?
 
     /// The link being served, if any.
     public private(set) var bearer: ATTBearer?
@@ -445,6 +448,7 @@ public final class SensorTagEmulator {
     // MARK: Measuring
 
     private func period(_ i: Int) -> Duration {
+        if let notificationInterval { return notificationInterval }
         let s = sensors[i]
         if let p = s.period, let byte = table[p]?.value.first { return .milliseconds(Int(byte) * 10) }
         return .milliseconds(s.profile.periodLimits?.defaultValue ?? 1000)

@@ -5,6 +5,7 @@ import Acquisition
 import Configuration
 import Profiles
 import Publishing
+import SensorTagEmulator
 
 /// The daemon: one event loop, the Bluetooth fleet on one side, the MQTT publication on the
 /// other, and the process lifecycle around them (systemd notifications, SIGHUP reload, SIGTERM
@@ -24,18 +25,28 @@ final class Daemon: TagSupervisorDelegate {
     /// In-process emulated tags, one per configured tag, when run with `--emulated-tags`.
     private var emulation: TagEmulation?
 
-    init(path: String, configuration: DaemonConfiguration, emulatedTags: Bool = false) throws {
+    /// Where the tags are: on air, emulated in this process, or emulated by another process
+    /// (`collectord emulate --socket-dir`) behind AF_UNIX sockets.
+    enum TagSource: Equatable {
+        case bluetooth, emulated, sockets(String)
+    }
+
+    init(path: String, configuration: DaemonConfiguration, tags source: TagSource = .bluetooth) throws {
         self.path = path
         self.config = configuration
         loop = try EventLoop()
         started = loop.now
         publication = try Publication(configuration: configuration, loop: loop)
-        if emulatedTags {
+        switch source {
+        case .bluetooth:
+            fleet = TagFleet(loop: loop, adapter: configuration.adapter)
+        case .emulated:
             let emulation = TagEmulation(loop: loop)
             self.emulation = emulation
             fleet = TagFleet(loop: loop, connector: emulation.air, monitor: emulation.air)
-        } else {
-            fleet = TagFleet(loop: loop, adapter: configuration.adapter)
+        case .sockets(let directory):
+            let air = TagSocketConnector(loop: loop, directory: directory)
+            fleet = TagFleet(loop: loop, connector: air, monitor: air, name: "sockets in \(directory)")
         }
         fleet.backoff = configuration.reconnect
         fleet.delegate = self

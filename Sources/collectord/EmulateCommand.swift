@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Acquisition
 import ArgumentParser
 import Profiles
@@ -8,7 +11,12 @@ import SensorTagEmulator
 struct Emulate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Behave like a SensorTag on an adapter: advertise, accept connections, stream.",
-        discussion: "Runs until killed. Exit status: 64 bad arguments, 69 no usable adapter."
+        discussion: """
+            Runs until killed. Exit status: 64 bad arguments, 69 no usable adapter.
+            With --socket-dir, serves --tags emulated tags on AF_UNIX sockets named by address
+            instead (for `run --tag-sockets`, the benchmarks and the soak), and prints a summary
+            line on SIGTERM.
+            """
     )
 
     @Option(help: "Tag model: cc2541, cc2650 or cc1350.")
@@ -23,6 +31,27 @@ struct Emulate: ParsableCommand {
     @Option(help: "Seed for the simulated environment, so two tags differ.")
     var seed: UInt64 = 1
 
+    @Option(help: ArgumentHelp("Serve tags on AF_UNIX sockets in this directory instead of an adapter.", visibility: .hidden))
+    var socketDir: String?
+
+    @Option(help: ArgumentHelp("With --socket-dir: how many tags, at consecutive addresses.", visibility: .hidden))
+    var tags = 1
+
+    @Option(help: ArgumentHelp("With --socket-dir: the first tag's address.", visibility: .hidden))
+    var firstAddress = "B0:B4:48:00:00:01"
+
+    @Option(help: ArgumentHelp("With --socket-dir: every enabled sensor notifies every this many microseconds, whatever its period.", visibility: .hidden))
+    var intervalUs: Int?
+
+    @Option(help: ArgumentHelp("With --socket-dir: mean seconds between random link drops.", visibility: .hidden))
+    var dropEvery: Double?
+
+    @Option(help: ArgumentHelp("With --socket-dir: mean seconds between malformed PDUs.", visibility: .hidden))
+    var malformedEvery: Double?
+
+    @Option(help: ArgumentHelp("With --socket-dir: this many of the tags send no notifications.", visibility: .hidden))
+    var silentTags = 0
+
     func run() throws {
         guard let hardware = Model(rawValue: model.lowercased()) else {
             writeStderr("collectord emulate: unknown model '\(model)' (expected cc2541, cc2650, cc1350)\n")
@@ -35,6 +64,7 @@ struct Emulate: ParsableCommand {
         case .cc1350: emulated = firmware.map { .cc1350(firmware: $0) } ?? .cc1350()
         }
         let loop = try EventLoop()
+        if let socketDir { return try serveSockets(socketDir, emulated, loop) }
         let local: Adapter
         let hci: HCISocket
         do {
@@ -78,5 +108,27 @@ struct Emulate: ParsableCommand {
         advertise()
         loop.run()
         listener.close()
+    }
+
+    private func serveSockets(_ directory: String, _ model: EmulatedModel, _ loop: EventLoop) throws {
+        guard let first = BluetoothAddress(firstAddress), tags >= 1, silentTags >= 0, silentTags <= tags,
+              (intervalUs ?? 1) > 0, (dropEvery ?? 1) > 0, (malformedEvery ?? 1) > 0 else {
+            writeStderr("collectord emulate: bad --first-address, --tags, --silent-tags, --interval-us, --drop-every or --malformed-every\n")
+            throw ExitCode(64)
+        }
+        let fleet: SocketFleet
+        do {
+            fleet = try SocketFleet(loop: loop, model: model, count: tags, first: first, directory: directory,
+                                    interval: intervalUs.map { .microseconds($0) }, seed: seed,
+                                    mischief: .init(dropEvery: dropEvery, malformedEvery: malformedEvery, silentTags: silentTags))
+        } catch {
+            writeStderr("collectord emulate: \(error)\n")
+            throw ExitCode(69)
+        }
+        try loop.handleSignals([SIGTERM, SIGINT]) { _ in loop.stop() }
+        writeStderr("<6>emulate: \(tags) \(model) tags on \(directory), first \(first)\n")
+        loop.run()
+        fleet.close()
+        print(#"{"tags":\#(tags),"connections":\#(fleet.connections),"notifications":\#(fleet.notificationsSent),"drops":\#(fleet.drops),"malformed":\#(fleet.malformed)}"#)
     }
 }

@@ -17,6 +17,9 @@ struct Run: ParsableCommand {
     @Flag(help: "Serve every configured tag from an in-process emulated SensorTag instead of Bluetooth (demo and tests).")
     var emulatedTags = false
 
+    @Option(help: ArgumentHelp("Reach the tags at AF_UNIX sockets in this directory, served by `collectord emulate --socket-dir` (benchmarks and soak).", visibility: .hidden))
+    var tagSockets: String?
+
     func run() throws {
         let configuration: DaemonConfiguration
         switch DaemonConfiguration.load(path: config) {
@@ -29,7 +32,8 @@ struct Run: ParsableCommand {
         }
         let status: Int32
         do {
-            status = try Daemon(path: config, configuration: configuration, emulatedTags: emulatedTags).run()
+            let source: Daemon.TagSource = tagSockets.map { .sockets($0) } ?? (emulatedTags ? .emulated : .bluetooth)
+            status = try Daemon(path: config, configuration: configuration, tags: source).run()
         } catch {
             Log.error("cannot start: \(error)")
             throw ExitCode(1)
