@@ -746,6 +746,17 @@ public final class MQTTPublisher {
 
     // MARK: Publishing
 
+    /// Whether a QoS ≥ 1 message would be handed off now. When the in-flight window is full it
+    /// would not, and `publisherIsReady` follows as soon as an acknowledgement frees a slot: a
+    /// caller that stops at a full window (a spool replay) is always woken again, even when
+    /// nothing new arrives to prompt it.
+    public func hasRoom() -> Bool {
+        guard case .connected = phase else { return false }  // `.connected` wakes the caller
+        if statistics.inFlight < configuration.maxInFlight { return true }
+        capacityWanted = true
+        return false
+    }
+
     /// Hands a message to libmosquitto without blocking, or says why the caller must keep it.
     public func publish(topic: String, payload: UnsafeRawBufferPointer, qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
         guard case .connected = phase, let mosq else {

@@ -15,7 +15,7 @@ struct Emulate: ParsableCommand {
             Runs until killed. Exit status: 64 bad arguments, 69 no usable adapter.
             With --socket-dir, serves --tags emulated tags on AF_UNIX sockets named by address
             instead (for `run --tag-sockets`, the benchmarks and the soak), and prints a summary
-            line on SIGTERM.
+            line on SIGTERM; SIGUSR1 drops every link.
             """
     )
 
@@ -125,7 +125,10 @@ struct Emulate: ParsableCommand {
             writeStderr("collectord emulate: \(error)\n")
             throw ExitCode(69)
         }
-        try loop.handleSignals([SIGTERM, SIGINT]) { _ in loop.stop() }
+        // SIGUSR1 drops every link at once, as an adapter reset would (reconnect measurements).
+        try loop.handleSignals([SIGTERM, SIGINT, SIGUSR1]) { signal in
+            if signal == SIGUSR1 { fleet.dropAll() } else { loop.stop() }
+        }
         writeStderr("<6>emulate: \(tags) \(model) tags on \(directory), first \(first)\n")
         loop.run()
         fleet.close()

@@ -196,9 +196,10 @@ final class Publication: MQTTPublisherDelegate {
 
     // MARK: Spool replay
 
-    /// Replays spooled messages oldest first while the publisher has room.
-    private func drain() {
-        while publisher.isConnected, publisher.inFlight < publisher.configuration.maxInFlight, spool.unsent > 0 {
+    /// Replays spooled messages oldest first while the publisher has room; when the window is
+    /// full the publisher calls `publisherIsReady` (and so this) once an acknowledgement frees it.
+    func drain() {
+        while spool.unsent > 0, publisher.hasRoom() {
             var outcome: PublishOutcome?
             var sequence: UInt64 = 0
             var messageQoS: UInt8 = 0

@@ -63,6 +63,8 @@ final class SocketFleet {
 
     func close() { for h in hosts { h.close() } }
 
+    func dropAll() { for h in hosts { h.tag.dropLink() } }
+
     // MARK: Mischief
 
     private func next() -> UInt64 {
