@@ -71,6 +71,23 @@ public struct ATTCounters: Sendable, Equatable {
     /// Outbound PDUs dropped because the socket's send queue stayed full.
     public var dropped: UInt64 = 0
     public init() {}
+
+    /// Totals over several links (a tag's supervisor sums its sessions').
+    public static func + (a: ATTCounters, b: ATTCounters) -> ATTCounters {
+        var s = a
+        s.received &+= b.received
+        s.sent &+= b.sent
+        s.notifications &+= b.notifications
+        s.indications &+= b.indications
+        s.malformed &+= b.malformed
+        s.oversized &+= b.oversized
+        s.unknownOpcodes &+= b.unknownOpcodes
+        s.unexpected &+= b.unexpected
+        s.refusedRequests &+= b.refusedRequests
+        s.timeouts &+= b.timeouts
+        s.dropped &+= b.dropped
+        return s
+    }
 }
 
 public final class ATTBearer {

@@ -221,6 +221,8 @@ public final class TagSupervisor {
     public private(set) var connectedSince: Instant?
     /// Per configured sensor, kept across sessions.
     public private(set) var counters: [SensorCounters]
+    /// Link-level counters (malformed, oversized, unknown PDUs …) of the links that have ended.
+    private var endedLinks = ATTCounters()
 
     private var attempt: LinkAttempt?
     private var timer: TimerID?
@@ -251,7 +253,7 @@ public final class TagSupervisor {
         state = .stopped
         cancelPending()
         if let session {
-            self.session = nil
+            retire(session)
             session.delegate = nil
             session.close()
         }
@@ -264,8 +266,7 @@ public final class TagSupervisor {
         guard state != .stopped, state != .paused else { return }
         cancelPending()
         if let session {
-            self.session = nil
-            counters = session.counters
+            retire(session)
             session.delegate = nil
             session.close()
             emit(.disconnected("adapter went away"))
@@ -380,13 +381,19 @@ public final class TagSupervisor {
 
     private func endSession(_ s: SensorTagSession, event: ConnectionEvent) {
         guard session === s else { return }
-        counters = s.counters
-        session = nil
+        retire(s)
         s.delegate = nil
         s.close()
         loop.cancel(timer)
         timer = nil
         failed(event)
+    }
+
+    /// The session is over: its counters become the tag's.
+    private func retire(_ s: SensorTagSession) {
+        counters = s.counters
+        endedLinks = endedLinks + s.bearer.counters
+        session = nil
     }
 
     private func emit(_ event: ConnectionEvent) { delegate?.supervisor(self, event: event) }
@@ -410,8 +417,7 @@ extension TagSupervisor: SensorTagSessionDelegate {
 
     public func session(_ session: SensorTagSession, didEndWith reason: SessionEnd) {
         guard self.session === session else { return }
-        counters = session.counters
-        self.session = nil
+        retire(session)
         loop.cancel(timer)
         timer = nil
         switch reason {
@@ -431,4 +437,6 @@ extension TagSupervisor: SensorTagSessionDelegate {
 /// Per-sensor counters as the supervisor reports them: those of the live session, or the last.
 extension TagSupervisor {
     public var currentCounters: [SensorCounters] { session?.counters ?? counters }
+    /// Link-level counters summed over every link so far, the live one included.
+    public var linkCounters: ATTCounters { endedLinks + (session?.bearer.counters ?? ATTCounters()) }
 }

@@ -187,8 +187,13 @@ final class Daemon: TagSupervisorDelegate {
                 if let seen = c.lastSeen { members.append(("last_seen_s_ago", .integer((loop.now - seen).milliseconds / 1000))) }
                 sensors.append((s.tag.sensors[i].sensor.rawValue, .object(members)))
             }
+            let link = s.linkCounters
             tags.append((name, .object([("state", .string(s.state.rawValue)),
                                         ("reconnects", .integer(Int64(clamping: s.reconnects))),
+                                        ("link", .object([("malformed", .integer(Int64(clamping: link.malformed))),
+                                                          ("oversized", .integer(Int64(clamping: link.oversized))),
+                                                          ("unknown_opcodes", .integer(Int64(clamping: link.unknownOpcodes))),
+                                                          ("unexpected", .integer(Int64(clamping: link.unexpected)))])),
                                         ("sensors", .object(sensors))])))
         }
         let spool = publication.spool

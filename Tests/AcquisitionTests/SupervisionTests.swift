@@ -271,6 +271,14 @@ func plausible(_ r: Reading) -> Bool {
         #expect(bearer.counters.oversized == 1)
         #expect(bearer.counters.unknownOpcodes == 2)
         #expect(fleet.count("t", "disconnected") == 0)
+
+        // The tag's link counters outlive the link: summed over sessions for the stats.
+        emulator.dropLink()
+        #expect(fleet.run(until: { s.reconnects == 1 && s.state == .streaming }))
+        #expect(emulator.inject(.oversizedNotification))
+        #expect(fleet.run(until: { s.linkCounters.oversized == 2 }))
+        #expect(s.linkCounters.malformed == 2 && s.linkCounters.unknownOpcodes == 2)
+        #expect(s.session?.bearer.counters.oversized == 1, "the new link's own count")
     }
 
     @Test func decodeErrorsAreCountedEachButLoggedOnceAMinute() throws {

@@ -1,0 +1,383 @@
+"""Parts for measuring whole processes: a real mosquitto broker on a loopback port, the emulated
+tags in their own process (`collectord emulate --socket-dir`), the daemon (`collectord run
+--tag-sockets`), a subscriber that checks every reading's sequence number, and /proc sampling.
+
+Used by scripts/bench/measure.py (throughput, idle, start-up, reconnect, side by side) and
+scripts/bench/soak.py (endurance). Standard library plus paho-mqtt (scripts/bench/requirements.txt).
+"""
+
+import json
+import os
+import pwd
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+
+import paho.mqtt.client as mqtt
+
+CLOCK_TICK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def address(first, n):
+    """`first` (B0:B4:48:00:00:01) plus n in its last three bytes, as `collectord emulate` numbers tags."""
+    b = [int(x, 16) for x in first.split(":")]
+    low = (b[3] << 16 | b[4] << 8 | b[5]) + n
+    b[3:] = [(low >> 16) & 0xFF, (low >> 8) & 0xFF, low & 0xFF]
+    return ":".join("%02X" % x for x in b)
+
+
+class Workdir:
+    """A scratch directory with a short path (AF_UNIX paths stop at 107 bytes)."""
+
+    def __init__(self, prefix="cd-bench."):
+        self.path = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+
+    def file(self, name):
+        return os.path.join(self.path, name)
+
+
+# MARK: - /proc
+
+class ProcSample:
+    __slots__ = ("at", "cpu", "rss_kb", "anon_kb", "hwm_kb", "voluntary", "involuntary", "fds")
+
+    def __init__(self, pid):
+        self.at = time.monotonic()
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        # utime and stime are fields 14 and 15 of stat; counted for the whole thread group.
+        self.cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICK
+        self.rss_kb = self.anon_kb = self.hwm_kb = 0
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    self.rss_kb = int(line.split()[1])
+                elif line.startswith("RssAnon:"):
+                    self.anon_kb = int(line.split()[1])
+                elif line.startswith("VmHWM:"):
+                    self.hwm_kb = int(line.split()[1])
+        # Context switches are per thread: sum over the live ones.
+        self.voluntary = self.involuntary = 0
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{task}/status") as f:
+                    for line in f:
+                        if line.startswith("voluntary_ctxt_switches:"):
+                            self.voluntary += int(line.split()[1])
+                        elif line.startswith("nonvoluntary_ctxt_switches:"):
+                            self.involuntary += int(line.split()[1])
+            except FileNotFoundError:
+                pass
+        self.fds = len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def rates(a, b):
+    """Per-second figures between two samples of one process."""
+    dt = b.at - a.at
+    return {
+        "seconds": dt,
+        "cpu_s": b.cpu - a.cpu,
+        "cpu_percent": 100 * (b.cpu - a.cpu) / dt,
+        "wakeups_per_s": (b.voluntary - a.voluntary) / dt,
+        "involuntary_per_s": (b.involuntary - a.involuntary) / dt,
+        "rss_kb": b.rss_kb,
+        "anon_kb": b.anon_kb,
+        "peak_rss_kb": b.hwm_kb,
+        "fds": b.fds,
+    }
+
+
+def slope(points):
+    """Least-squares slope of (x, y) points."""
+    n = len(points)
+    if n < 2:
+        return 0.0
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    den = sum((x - mx) ** 2 for x, _ in points)
+    return sum((x - mx) * (y - my) for x, y in points) / den if den else 0.0
+
+
+# MARK: - Processes
+
+class Process:
+    def __init__(self, argv, log, stdout=None, env=None):
+        self.argv = argv
+        self.log_path = log
+        self.log = open(log, "ab")
+        self.out_path = stdout
+        out = open(stdout, "wb") if stdout else subprocess.DEVNULL
+        self.p = subprocess.Popen(argv, stdout=out, stderr=self.log, env=env, start_new_session=True)
+        self.started = time.monotonic()
+
+    @property
+    def pid(self):
+        return self.p.pid
+
+    def alive(self):
+        return self.p.poll() is None
+
+    def sample(self):
+        return ProcSample(self.p.pid)
+
+    def stop(self, sig=signal.SIGTERM, timeout=10):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+            try:
+                self.p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.log.close()
+        return self.p.returncode
+
+    def output(self):
+        with open(self.out_path) as f:
+            return f.read()
+
+
+class Broker:
+    """mosquitto on 127.0.0.1:port with persistence, so queued QoS 1 messages for a persistent
+    subscriber survive a restart."""
+
+    def __init__(self, work, port=None):
+        self.work = work
+        self.port = port or free_port()
+        self.conf = work.file("mosquitto.conf")
+        os.makedirs(work.file("mosquitto-db"), exist_ok=True)
+        with open(self.conf, "w") as f:
+            f.write(f"listener {self.port} 127.0.0.1\nallow_anonymous true\n"
+                    f"persistence true\npersistence_location {work.file('mosquitto-db')}/\n"
+                    "autosave_interval 0\nmax_queued_messages 0\nmax_inflight_messages 0\n"
+                    # As root, mosquitto would switch to its own user, who cannot write here.
+                    f"user {pwd.getpwuid(os.getuid()).pw_name}\n")
+        self.proc = None
+        self.restarts = 0
+
+    def start(self):
+        self.proc = Process(["mosquitto", "-c", self.conf], self.work.file("mosquitto.log"))
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                time.sleep(0.02)
+        raise RuntimeError("mosquitto did not start; see " + self.work.file("mosquitto.log"))
+
+    def stop(self):
+        if self.proc:
+            self.proc.stop()
+            self.proc = None
+
+    def restart(self, down_seconds=0.0):
+        self.stop()
+        time.sleep(down_seconds)
+        self.start()
+        self.restarts += 1
+
+
+class Emulators:
+    """`collectord emulate --socket-dir`: N tags in one process."""
+
+    FIRST = "B0:B4:48:00:00:01"
+
+    def __init__(self, binary, work, tags, interval_us=None, seed=1, extra=()):
+        self.directory = work.file("tags")
+        os.makedirs(self.directory, exist_ok=True)
+        argv = [binary, "emulate", "--socket-dir", self.directory, "--tags", str(tags),
+                "--first-address", self.FIRST, "--seed", str(seed)]
+        if interval_us:
+            argv += ["--interval-us", str(interval_us)]
+        argv += list(extra)
+        self.tags = tags
+        self.proc = Process(argv, work.file("emulate.log"), stdout=work.file("emulate.out"))
+
+    def wait_ready(self, timeout=10):
+        paths = [os.path.join(self.directory, address(self.FIRST, i)) for i in range(self.tags)]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(os.path.exists(p) for p in paths):
+                return time.monotonic()
+            time.sleep(0.001)
+        raise RuntimeError("emulated tags did not appear")
+
+    def stop(self):
+        self.proc.stop()
+        try:
+            return json.loads(self.proc.output().strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            return {}
+
+
+def daemon_config(work, broker_port, tags, client_id="bench", extra_tag="", stats_interval=0, spool_max_mb=None):
+    lines = [f"stats_interval_s = {stats_interval}", "log_level = \"info\"", "",
+             "[mqtt]", f"brokers = [\"127.0.0.1:{broker_port}\"]", f"client_id = \"{client_id}\"", "",
+             "[spool]", f"path = \"{work.file('spool')}\""]
+    if spool_max_mb:
+        lines.append(f"max_mb = {spool_max_mb}")
+    lines += ["", "[homeassistant]", "discovery = false", ""]
+    for i in range(tags):
+        lines += ["[[tag]]", f"name = \"t{i + 1}\"", f"address = \"{address(Emulators.FIRST, i)}\"",
+                  "model = \"cc2650\"", extra_tag, ""]
+    path = work.file("collectord.conf")
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+    return path
+
+
+class Daemon:
+    def __init__(self, binary, work, config, emulators):
+        self.proc = Process([binary, "run", "--config", config, "--tag-sockets", emulators.directory],
+                            work.file("collectord.log"))
+
+
+# MARK: - The subscriber
+
+class Subscriber:
+    """Counts readings per (tag, sensor) topic and checks their sequence numbers: unique ones,
+    duplicates (QoS 1 is at least once), and gaps below the highest seen. Also keeps retained
+    status/availability, events and the daemon's stats messages, with arrival times. A persistent
+    session (clean session off) so messages queued while it is away are delivered.
+
+    Two transports: paho-mqtt in this process (reconnects across broker restarts: the soak), or
+    mosquitto_sub (C) piped in, for rates a Python MQTT client cannot take (throughput)."""
+
+    def __init__(self, port, client_id="bench-sub", prefix="collectord", transport="paho", log=None):
+        self.lock = threading.Lock()
+        self.seqs = {}           # topic -> set of seq
+        self.duplicates = 0
+        self.total = 0
+        self.first_reading_at = None
+        self.first_reading_per_topic = {}
+        self.events = []         # (arrival monotonic, topic, payload)
+        self.stats = None
+        self.connected = threading.Event()
+        self.connects = 0
+        self.prefix = prefix
+        self.on_reading = None   # optional callback(arrival, topic)
+        self.transport = transport
+        if transport == "paho":
+            self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False)
+            self.c.on_connect = self._on_connect
+            self.c.on_message = lambda client, userdata, msg: self._record(msg.topic, msg.payload)
+            self.c.reconnect_delay_set(0.05, 0.5)
+            self.c.connect_async("127.0.0.1", port, keepalive=30)
+            self.c.loop_start()
+            if not self.connected.wait(10):
+                raise RuntimeError("subscriber could not connect")
+        else:
+            self.p = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-q", "1", "-c",
+                                       "-i", client_id, "-t", prefix + "/#", "-v"],
+                                      stdout=subprocess.PIPE, stderr=open(log or os.devnull, "ab"), bufsize=1 << 20)
+            self.reader = threading.Thread(target=self._read_pipe, daemon=True)
+            self.reader.start()
+            # mosquitto_sub says nothing on connecting; the retained status message (or a short
+            # pause when there is none yet) tells it is subscribed.
+            time.sleep(0.3)
+            self.connected.set()
+
+    def _on_connect(self, client, userdata, flags, reason, properties):
+        if reason.is_failure:
+            return
+        self.connects += 1
+        client.subscribe(self.prefix + "/#", qos=1)
+        self.connected.set()
+
+    def _read_pipe(self):
+        for line in self.p.stdout:
+            topic, _, payload = line.rstrip(b"\n").partition(b" ")
+            self._record(topic.decode(), payload)
+
+    def _record(self, topic, payload):
+        now = time.monotonic()
+        parts = topic.split("/")
+        if len(parts) != 3:
+            return
+        kind = parts[2]
+        if kind in ("events", "stats", "status", "availability"):
+            try:
+                value = json.loads(payload) if payload[:1] == b"{" else payload.decode()
+            except ValueError:
+                value = payload
+            with self.lock:
+                if kind == "stats":
+                    self.stats = value
+                self.events.append((now, topic, value))
+            return
+        # Readings: only the sequence number is needed, found without parsing the whole payload.
+        i = payload.find(b'"seq":') + 6
+        seq = int(payload[i:payload.index(b",", i)])
+        with self.lock:
+            self.total += 1
+            s = self.seqs.setdefault(topic, set())
+            if seq in s:
+                self.duplicates += 1
+            else:
+                s.add(seq)
+            if self.first_reading_at is None:
+                self.first_reading_at = now
+            self.first_reading_per_topic.setdefault(topic, now)
+        if self.on_reading:
+            self.on_reading(now, topic)
+
+    def unique(self):
+        with self.lock:
+            return sum(len(s) for s in self.seqs.values())
+
+    def account(self):
+        """Per topic: highest seq, how many distinct seqs arrived, and the missing ones."""
+        with self.lock:
+            missing = {}
+            highest = 0
+            for topic, s in self.seqs.items():
+                top = max(s)
+                highest += top + 1
+                gaps = top + 1 - len(s)
+                if gaps:
+                    missing[topic] = sorted(set(range(top + 1)) - s)[:20]
+            return {"topics": len(self.seqs), "unique": sum(len(s) for s in self.seqs.values()),
+                    "expected": highest, "duplicates": self.duplicates, "received": self.total,
+                    "missing": missing}
+
+    def wait_quiet(self, quiet=2.0, limit=120):
+        """Until no reading arrived for `quiet` seconds."""
+        deadline = time.monotonic() + limit
+        last = -1
+        stable_since = time.monotonic()
+        while time.monotonic() < deadline:
+            n = self.total
+            if n != last:
+                last, stable_since = n, time.monotonic()
+            elif time.monotonic() - stable_since >= quiet:
+                return True
+            time.sleep(0.1)
+        return False
+
+    def stop(self):
+        if self.transport == "paho":
+            self.c.loop_stop()
+            self.c.disconnect()
+        else:
+            self.p.terminate()
+            self.p.wait()
+
+
+def machine():
+    model = "unknown"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {"cpu": model, "cores": os.cpu_count(), "kernel": os.uname().release}
