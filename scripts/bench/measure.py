@@ -96,11 +96,14 @@ def throughput(args):
         r = rig.steady(args.seconds)
         account = rig.finish()
         offered = args.tags * PERIODIC * 1e6 / interval
+        stats = account["stats"] or {}
         r.update(interval_us=interval, offered_per_s=offered, lost=account["expected"] - account["unique"],
-                 duplicates=account["duplicates"], delivered=account["unique"], work=rig.work.path)
+                 duplicates=account["duplicates"], delivered=account["unique"], work=rig.work.path,
+                 emulator_sent=account["emulator"].get("notifications"), daemon_readings=stats.get("readings"),
+                 spool_max_note="readings beyond the in-flight window wait in the spool and are replayed")
         rows.append(r)
         print(f"  interval {interval:>6} µs: offered {offered:8.0f}/s, delivered {r['readings_per_s']:8.0f}/s, "
-              f"lost {r['lost']}, daemon {r['cpu_percent']:5.1f} % CPU = {1e6 * r['cpu_s_per_reading']:.1f} µs/reading, "
+              f"lost {r['lost']} (tags sent {r['emulator_sent']}, daemon published {r['daemon_readings']}, subscriber got {r['delivered']}), daemon {r['cpu_percent']:5.1f} % CPU = {1e6 * r['cpu_s_per_reading']:.1f} µs/reading, "
               f"RSS {r['rss_kb'] / 1024:.1f} MB, emulator {r['emulator_cpu_percent']:.0f} %", file=sys.stderr)
     return {"tags": args.tags, "seconds": args.seconds, "rows": rows}
 
