@@ -19,9 +19,6 @@ let package = Package(
         .library(name: "Acquisition", targets: ["Acquisition"]),
         .library(name: "SensorTagEmulator", targets: ["SensorTagEmulator"]),
     ],
-    dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-    ],
     targets: [
         .target(
             name: "Profiles",
@@ -67,7 +64,6 @@ let package = Package(
                 "Configuration",
                 "Publishing",
                 "CMosquitto",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(

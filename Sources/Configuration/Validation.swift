@@ -589,7 +589,11 @@ struct Validator {
 /// "host", "host:port", "[v6]" or "[v6]:port".
 func parseBroker(_ s: String, defaultPort: Int) -> Result<DaemonConfiguration.Broker, BrokerProblem> {
     if s.isEmpty { return .failure(.init("is empty")) }
-    if s.contains("://") { return .failure(.init("must be host, host:port or [IPv6]:port, not a URL")) }
+    // Not s.contains("://"): String.contains(String) comes from _StringProcessing, and this one
+    // call would link that and the regex parser (1 MB) into the executable.
+    if s.indices.contains(where: { s[$0...].hasPrefix("://") }) {
+        return .failure(.init("must be host, host:port or [IPv6]:port, not a URL"))
+    }
     if s.unicodeScalars.contains(where: { $0 == " " || $0 == "\t" || $0 == "/" }) {
         return .failure(.init("must be host, host:port or [IPv6]:port"))
     }

@@ -1,17 +1,22 @@
-import ArgumentParser
 import Configuration
 
 /// `collectord check-config`: like `nginx -t`. The systemd unit runs it before every start, so a
 /// broken edit fails the start with its messages in the journal instead of a half-started daemon.
-struct CheckConfig: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "check-config",
+struct CheckConfig: Command {
+    static let config = Option("config", default: "/etc/collectord.conf", valueName: "path", help: "Configuration file.")
+
+    static let info = CommandInfo(
+        name: "check-config",
         abstract: "Validate the configuration file and print a summary of it.",
-        discussion: "Exit status: 0 valid, 78 (EX_CONFIG) invalid, with every problem on its own line as file:line: message."
+        discussion: "Exit status: 0 valid, 78 (EX_CONFIG) invalid, with every problem on its own line as file:line: message.",
+        arguments: [config]
     )
 
-    @Option(help: "Configuration file.")
-    var config = "/etc/collectord.conf"
+    var config: String
+
+    init(_ arguments: ParsedArguments) {
+        config = arguments[Self.config]
+    }
 
     func run() throws {
         switch DaemonConfiguration.load(path: config) {

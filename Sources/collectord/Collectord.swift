@@ -1,21 +1,31 @@
-import ArgumentParser
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The `collectord` command; `run`, the daemon, is the default subcommand.
 @main
-struct Collectord: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "collectord",
-        abstract: "Streams TI SensorTag readings from Bluetooth LE to MQTT.",
-        version: CollectordVersion.string,
-        subcommands: [Run.self, CheckConfig.self, Decode.self, Scan.self, Emulate.self, Version.self],
-        defaultSubcommand: Run.self
-    )
+enum Collectord {
+    static var program: CommandLineProgram {
+        CommandLineProgram(
+            name: "collectord",
+            abstract: "Streams TI SensorTag readings from Bluetooth LE to MQTT.",
+            version: CollectordVersion.string,
+            commands: [Run.self, CheckConfig.self, Decode.self, Scan.self, Emulate.self, Version.self],
+            defaultCommand: Run.self
+        )
+    }
+
+    static func main() {
+        exit(program.main(Array(CommandLine.arguments.dropFirst())))
+    }
 }
 
-struct Version: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print the version of collectord and the libraries it uses.")
+struct Version: Command {
+    static let info = CommandInfo(name: "version", abstract: "Print the version of collectord and the libraries it uses.")
 
-    func run() throws {
+    init(_ arguments: ParsedArguments) {}
+
+    func run() {
         print(CollectordVersion.report())
     }
 }

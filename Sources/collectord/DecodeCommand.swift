@@ -1,4 +1,3 @@
-import ArgumentParser
 import Profiles
 
 #if canImport(Glibc)
@@ -7,43 +6,50 @@ import Glibc
 
 /// `collectord decode`: one payload, as a tag sent it, turned into the reading the daemon would
 /// publish. For debugging a tag or checking a formula without any Bluetooth.
-struct Decode: ParsableCommand {
-    static let configuration = CommandConfiguration(
+struct Decode: Command {
+    static let model = Option<String>("model", help: "Tag model: cc2541, cc2650 or cc1350.")
+    static let sensor = Option<String>("sensor", help: "Sensor whose data characteristic the bytes came from.")
+    static let hex = Option<String>("hex", valueName: "bytes", help: "Payload bytes in hex, e.g. \"54 FF 3C 0D\" (spaces, ':' or '-' between bytes are optional).")
+    static let range = Option<String?>("range", help: "Accelerometer range: 2g, 4g, 8g, 16g (cc2650 movement) or 2g, 4g, 8g, legacy (cc2541; default from --firmware, else 8g). The daemon reads it back from the tag.")
+    static let firmware = Option<String?>("firmware", valueName: "revision", help: "Firmware revision string, e.g. \"1.4 (Jun 12 2013)\"; CC2541 firmware up to 1.4 has a fixed ±2 g accelerometer.")
+    static let calibration = Option<String?>("calibration", valueName: "bytes", help: "CC2541 barometer calibration: the 16 bytes read from AA43, in hex.")
+    static let s0 = Option<Double?>("s0", help: "TMP006 S0 for the CC2541 IR temperature (default 6.4e-14).")
+    static let magScale = Option<Double?>("mag-scale", valueName: "scale", help: "CC2650 magnetometer µT per count (default 4912/32760; TI's wiki implies 1).")
+    static let ioMode = Option<String?>("io-mode", valueName: "mode", help: "CC2650 IO mode the data was read in: local, remote or selftest.")
+
+    static let info = CommandInfo(
+        name: "decode",
         abstract: "Decode one SensorTag payload and print the reading as JSON.",
         discussion: """
             Sensors: \(Sensor.allCases.map(\.rawValue).joined(separator: ", ")).
-            Example: collectord decode --model cc2650 --sensor movement \\
-                       --hex "80 00 00 FF 00 00 00 20 00 F0 00 40 64 00 38 FF 2C 01" --range 8g
+            Example: collectord decode --model cc2650 --sensor movement --range 8g \\
+                       --hex "80 00 00 FF 00 00 00 20 00 F0 00 40 64 00 38 FF 2C 01"
             Exit status: 0 decoded, 64 bad arguments, 65 the payload does not decode.
-            """
+            """,
+        arguments: [model, sensor, hex, range, firmware, calibration, s0, magScale, ioMode]
     )
 
-    @Option(help: "Tag model: cc2541, cc2650 or cc1350.")
     var model: String
-
-    @Option(help: "Sensor whose data characteristic the bytes came from.")
     var sensor: String
-
-    @Option(help: "Payload bytes in hex, e.g. \"54 FF 3C 0D\" (spaces, ':' or '-' between bytes are optional).")
     var hex: String
-
-    @Option(help: "Accelerometer range: 2g, 4g, 8g, 16g (cc2650 movement) or 2g, 4g, 8g, legacy (cc2541; default from --firmware, else 8g). The daemon reads it back from the tag.")
     var range: String?
-
-    @Option(help: "Firmware revision string, e.g. \"1.4 (Jun 12 2013)\"; CC2541 firmware up to 1.4 has a fixed ±2 g accelerometer.")
     var firmware: String?
-
-    @Option(help: "CC2541 barometer calibration: the 16 bytes read from AA43, in hex.")
     var calibration: String?
-
-    @Option(help: "TMP006 S0 for the CC2541 IR temperature (default 6.4e-14).")
     var s0: Double?
-
-    @Option(name: .customLong("mag-scale"), help: "CC2650 magnetometer µT per count (default 4912/32760; TI's wiki implies 1).")
     var magScale: Double?
-
-    @Option(name: .customLong("io-mode"), help: "CC2650 IO mode the data was read in: local, remote or selftest.")
     var ioMode: String?
+
+    init(_ arguments: ParsedArguments) {
+        model = arguments[Self.model]
+        sensor = arguments[Self.sensor]
+        hex = arguments[Self.hex]
+        range = arguments[Self.range]
+        firmware = arguments[Self.firmware]
+        calibration = arguments[Self.calibration]
+        s0 = arguments[Self.s0]
+        magScale = arguments[Self.magScale]
+        ioMode = arguments[Self.ioMode]
+    }
 
     func run() throws {
         let output: String

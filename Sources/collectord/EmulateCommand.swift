@@ -2,55 +2,62 @@
 import Glibc
 #endif
 import Acquisition
-import ArgumentParser
 import Profiles
 import SensorTagEmulator
 
 /// `collectord emulate`: a SensorTag on a second adapter (or a virtual controller), for trying
 /// the daemon without hardware and for the end-to-end tests.
-struct Emulate: ParsableCommand {
-    static let configuration = CommandConfiguration(
+struct Emulate: Command {
+    static let model = Option("model", default: "cc2650", help: "Tag model: cc2541, cc2650 or cc1350.")
+    static let adapter = Option("adapter", default: "hci1", valueName: "hciN", help: "Adapter to advertise and accept connections on.")
+    static let firmware = Option<String?>("firmware", valueName: "revision", help: "Firmware revision string to report (default: the model's usual one).")
+    static let seed = Option<UInt64>("seed", default: 1, valueName: "n", help: "Seed for the simulated environment, so two tags differ.")
+    // For the benchmarks and the soak (scripts/bench), not for users: hidden from --help.
+    static let socketDir = Option<String?>("socket-dir", valueName: "directory", hidden: true, help: "Serve tags on AF_UNIX sockets in this directory instead of an adapter.")
+    static let tags = Option("tags", default: 1, valueName: "n", hidden: true, help: "With --socket-dir: how many tags, at consecutive addresses.")
+    static let firstAddress = Option("first-address", default: "B0:B4:48:00:00:01", valueName: "address", hidden: true, help: "With --socket-dir: the first tag's address.")
+    static let intervalUs = Option<Int?>("interval-us", valueName: "microseconds", hidden: true, help: "With --socket-dir: every enabled sensor notifies every this many microseconds, whatever its period.")
+    static let dropEvery = Option<Double?>("drop-every", valueName: "seconds", hidden: true, help: "With --socket-dir: mean seconds between random link drops.")
+    static let malformedEvery = Option<Double?>("malformed-every", valueName: "seconds", hidden: true, help: "With --socket-dir: mean seconds between malformed PDUs.")
+    static let silentTags = Option("silent-tags", default: 0, valueName: "n", hidden: true, help: "With --socket-dir: this many of the tags send no notifications.")
+
+    static let info = CommandInfo(
+        name: "emulate",
         abstract: "Behave like a SensorTag on an adapter: advertise, accept connections, stream.",
         discussion: """
             Runs until killed. Exit status: 64 bad arguments, 69 no usable adapter.
-            With --socket-dir, serves --tags emulated tags on AF_UNIX sockets named by address
-            instead (for `run --tag-sockets`, the benchmarks and the soak), and prints a summary
+            With --socket-dir, serves --tags emulated tags on AF_UNIX sockets named by address \
+            instead (for `run --tag-sockets`, the benchmarks and the soak), and prints a summary \
             line on SIGTERM; SIGUSR1 drops every link.
-            """
+            """,
+        arguments: [model, adapter, firmware, seed, socketDir, tags, firstAddress, intervalUs, dropEvery, malformedEvery, silentTags]
     )
 
-    @Option(help: "Tag model: cc2541, cc2650 or cc1350.")
-    var model: String = "cc2650"
-
-    @Option(help: "Adapter to advertise and accept connections on.")
-    var adapter = "hci1"
-
-    @Option(help: "Firmware revision string to report (default: the model's usual one).")
+    var model: String
+    var adapter: String
     var firmware: String?
-
-    @Option(help: "Seed for the simulated environment, so two tags differ.")
-    var seed: UInt64 = 1
-
-    @Option(help: ArgumentHelp("Serve tags on AF_UNIX sockets in this directory instead of an adapter.", visibility: .hidden))
+    var seed: UInt64
     var socketDir: String?
-
-    @Option(help: ArgumentHelp("With --socket-dir: how many tags, at consecutive addresses.", visibility: .hidden))
-    var tags = 1
-
-    @Option(help: ArgumentHelp("With --socket-dir: the first tag's address.", visibility: .hidden))
-    var firstAddress = "B0:B4:48:00:00:01"
-
-    @Option(help: ArgumentHelp("With --socket-dir: every enabled sensor notifies every this many microseconds, whatever its period.", visibility: .hidden))
+    var tags: Int
+    var firstAddress: String
     var intervalUs: Int?
-
-    @Option(help: ArgumentHelp("With --socket-dir: mean seconds between random link drops.", visibility: .hidden))
     var dropEvery: Double?
-
-    @Option(help: ArgumentHelp("With --socket-dir: mean seconds between malformed PDUs.", visibility: .hidden))
     var malformedEvery: Double?
+    var silentTags: Int
 
-    @Option(help: ArgumentHelp("With --socket-dir: this many of the tags send no notifications.", visibility: .hidden))
-    var silentTags = 0
+    init(_ arguments: ParsedArguments) {
+        model = arguments[Self.model]
+        adapter = arguments[Self.adapter]
+        firmware = arguments[Self.firmware]
+        seed = arguments[Self.seed]
+        socketDir = arguments[Self.socketDir]
+        tags = arguments[Self.tags]
+        firstAddress = arguments[Self.firstAddress]
+        intervalUs = arguments[Self.intervalUs]
+        dropEvery = arguments[Self.dropEvery]
+        malformedEvery = arguments[Self.malformedEvery]
+        silentTags = arguments[Self.silentTags]
+    }
 
     func run() throws {
         guard let hardware = Model(rawValue: model.lowercased()) else {

@@ -1,24 +1,30 @@
-import ArgumentParser
 import Configuration
 
 /// `collectord run` (the default): the daemon.
-struct Run: ParsableCommand {
-    static let configuration = CommandConfiguration(
+struct Run: Command {
+    static let config = Option("config", default: "/etc/collectord.conf", valueName: "path", help: "Configuration file.")
+    static let emulatedTags = Flag("emulated-tags", help: "Serve every configured tag from an in-process emulated SensorTag instead of Bluetooth (demo and tests).")
+    static let tagSockets = Option<String?>("tag-sockets", valueName: "directory", hidden: true, help: "Reach the tags at AF_UNIX sockets in this directory, served by `collectord emulate --socket-dir` (benchmarks and soak).")
+
+    static let info = CommandInfo(
+        name: "run",
         abstract: "Run the daemon: keep every configured tag streaming and publish to MQTT (the default).",
         discussion: """
             Signals: SIGHUP rereads the configuration (kept if invalid), SIGTERM stops cleanly.
             Exit status: 0 stopped, 78 invalid configuration, 1 could not start.
-            """
+            """,
+        arguments: [config, emulatedTags, tagSockets]
     )
 
-    @Option(help: "Configuration file.")
-    var config = "/etc/collectord.conf"
-
-    @Flag(help: "Serve every configured tag from an in-process emulated SensorTag instead of Bluetooth (demo and tests).")
-    var emulatedTags = false
-
-    @Option(help: ArgumentHelp("Reach the tags at AF_UNIX sockets in this directory, served by `collectord emulate --socket-dir` (benchmarks and soak).", visibility: .hidden))
+    var config: String
+    var emulatedTags: Bool
     var tagSockets: String?
+
+    init(_ arguments: ParsedArguments) {
+        config = arguments[Self.config]
+        emulatedTags = arguments[Self.emulatedTags]
+        tagSockets = arguments[Self.tagSockets]
+    }
 
     func run() throws {
         let configuration: DaemonConfiguration

@@ -2,27 +2,30 @@
 import Glibc
 #endif
 import Acquisition
-import ArgumentParser
 import Profiles
 
 /// `collectord scan`: which SensorTags are in range, with what they need in the configuration.
-struct Scan: ParsableCommand {
-    static let configuration = CommandConfiguration(
+struct Scan: Command {
+    static let adapter = Option("adapter", default: "hci0", valueName: "hciN", help: "Bluetooth adapter to scan with.")
+    static let timeout = Option("timeout", default: 10, valueName: "seconds", help: "How long to scan, in seconds (1 to 3600).")
+    static let all = Flag("all", help: "Also list devices that do not look like SensorTags.")
+
+    static let info = CommandInfo(
+        name: "scan",
         abstract: "List nearby SensorTags: address, address type, RSSI, model guess and name.",
-        discussion: "Exit status: 0 scanned (even if nothing was found), 64 bad arguments, 69 no usable adapter."
+        discussion: "Exit status: 0 scanned (even if nothing was found), 64 bad arguments, 69 no usable adapter.",
+        arguments: [adapter, timeout, all]
     )
 
-    @Option(help: "Bluetooth adapter to scan with.")
-    var adapter = "hci0"
+    var adapter: String
+    var timeout: Int
+    var all: Bool
 
-    @Option(help: "How long to scan, in seconds.")
-    var timeout = 10
-
-    @Flag(help: "Also list devices that do not look like SensorTags.")
-    var all = false
-
-    func validate() throws {
-        guard (1...3600).contains(timeout) else { throw ValidationError("--timeout must be 1..3600 seconds (got \(timeout))") }
+    init(_ arguments: ParsedArguments) throws(UsageError) {
+        adapter = arguments[Self.adapter]
+        timeout = arguments[Self.timeout]
+        all = arguments[Self.all]
+        guard (1...3600).contains(timeout) else { throw UsageError("--timeout must be 1..3600 seconds (got \(timeout))") }
     }
 
     func run() throws {
