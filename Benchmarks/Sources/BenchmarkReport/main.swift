@@ -24,8 +24,9 @@
 // ours, the standard library's, the runtime's) and allocations made inside libmosquitto calls
 // (mosquitto_publish, mosquitto_loop_read/write/misc, inclusive), per step from memcheck's xtree.
 // `--cpu cpu.tsv` (PublishProbe cpu …) adds CPU and wall time per step measured outside the harness:
-// name <TAB> thread CPU ns <TAB> wall ns <TAB> loop turns per PUBACK <TAB> payload bytes. With both,
-// the report ends with the budget: 8 tags, every sensor at its shortest period.
+// name <TAB> thread CPU ns <TAB> wall ns <TAB> loop turns per PUBACK <TAB> payload bytes <TAB> user ns
+// <TAB> system ns, one line per round; the report takes the median of the rounds. With either, the
+// report ends with the budget: 8 tags, every sensor at its shortest period.
 //
 //   BenchmarkReport <export.jmh.json> [valgrind.tsv] [--cpu cpu.tsv]
 
@@ -100,14 +101,25 @@ if args.count >= 3 {
     }
 }
 
-var cpuTimes: [String: (cpuNs: Double, wallNs: Double, ackTurns: Double, payloadBytes: Int)] = [:]
+/// Per name, the median of the rounds in cpu.tsv (run.sh makes three, interleaved).
+var cpuTimes: [String: (cpuNs: Double, wallNs: Double, ackTurns: Double, payloadBytes: Int, userNs: Double, systemNs: Double)] = [:]
+var cpuRounds = 0
 if let cpuPath {
     guard let text = try? String(contentsOfFile: cpuPath, encoding: .utf8) else { fail("cannot read \(cpuPath)") }
+    var rows: [String: [[Double]]] = [:]
     for line in text.split(separator: "\n") {
         let cols = line.split(separator: "\t").map(String.init)
-        if cols.count >= 5, let c = Double(cols[1]), let w = Double(cols[2]), let t = Double(cols[3]), let b = Int(cols[4]) {
-            cpuTimes[cols[0]] = (c, w, t, b)
-        }
+        let values = cols.dropFirst().compactMap(Double.init)
+        if cols.count >= 7, values.count == cols.count - 1 { rows[cols[0], default: []].append(values) }
+    }
+    func median(_ v: [Double]) -> Double {
+        let s = v.sorted()
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+    for (name, r) in rows {
+        let column = { (i: Int) in median(r.map { $0[i] }) }
+        cpuTimes[name] = (column(0), column(1), column(2), Int(column(3)), column(4), column(5))
+        cpuRounds = max(cpuRounds, r.count)
     }
 }
 
@@ -276,7 +288,7 @@ if let publish = suites["PublishBenchmarks"] {
     print("")
     var cols = ["notification", "JSON bytes", "µs/notification (p50, harness)", "µs (p90)", "mallocs/notification (harness)"]
     if haveInstructions { cols.append("instructions/notification (harness)") }
-    if !cpuTimes.isEmpty { cols += ["CPU µs/notification (probe)", "wall µs (probe)"] }
+    if !cpuTimes.isEmpty { cols += ["CPU µs/notification (probe)", "of which system (kernel)", "wall µs (probe)"] }
     if haveValgrind {
         cols += ["instructions/notification (cachegrind)", "allocs/notification (memcheck)", "of which Swift (ours)",
                  "of which in libmosquitto", "recv → Reading alone (instructions)"]
@@ -291,7 +303,11 @@ if let publish = suites["PublishBenchmarks"] {
                      cpuRow.map { "\($0.payloadBytes)" } ?? "–", fmt(nsPerDecode(w.p50) / 1_000, 1), fmt(nsPerDecode(w.p90) / 1_000, 1),
                      fmt(perStep(m), 3)]
         if haveInstructions { cells.append(n[instr].map { fmt($0.p50 / decodesPerSample, 0) } ?? "–") }
-        if !cpuTimes.isEmpty { cells += [cpuRow.map { microseconds($0.cpuNs) } ?? "–", cpuRow.map { microseconds($0.wallNs) } ?? "–"] }
+        if !cpuTimes.isEmpty {
+            cells += [cpuRow.map { microseconds($0.cpuNs) } ?? "–",
+                      cpuRow.map { "\(fmt($0.systemNs / max($0.userNs + $0.systemNs, 1) * 100, 0)) %" } ?? "–",
+                      cpuRow.map { microseconds($0.wallNs) } ?? "–"]
+        }
         if haveValgrind {
             let v = valgrind[name], a = attribution[name]
             cells += [v.map { fmt($0.instructions, 0) } ?? "–", v.map { fmt($0.allocs, 3) } ?? "–",
@@ -322,7 +338,9 @@ if let publish = suites["PublishBenchmarks"] {
         + "min \(fmt(emptyMalloc.samples.min() ?? 0, 0)), max \(fmt(emptyMalloc.max, 0)). Its mean is subtracted in the mallocs columns.")
     let turns = publishCases.compactMap { cpuTimes[$0.name]?.ackTurns }
     if let lo = turns.min(), let hi = turns.max() {
-        print("Loop turns spent waiting for each PUBACK (probe): \(fmt(lo, 3))–\(fmt(hi, 3)).")
+        print("Probe: CPU time of the loop's thread (CLOCK_THREAD_CPUTIME_ID) and wall time per step over 20,000 steps, "
+            + "median of \(cpuRounds) rounds; the system share is getrusage's split. Loop turns spent waiting for each PUBACK: "
+            + "\(fmt(lo, 3))–\(fmt(hi, 3)).")
     }
 
     // The budget: every sensor of a fleet of one model at its shortest period.

@@ -14,7 +14,8 @@
 //                                              and MQTTPublisher's own cost, and the PUBACK's
 //   PublishProbe cpu <name> N                  as <name> N after 1,000 steps of warm-up; prints the name,
 //                                              thread CPU ns (user + system) and wall ns per step, loop
-//                                              turns per PUBACK and the payload's bytes, tab-separated
+//                                              turns per PUBACK, the payload's bytes, and the thread's
+//                                              user and system ns per step (getrusage), tab-separated
 //
 // As for the other probes, the cost of one step is the difference between two runs with different
 // N divided by the difference in N: process start-up, the broker connection and the GATT setup
@@ -58,6 +59,15 @@ func threadCPUNanoseconds() -> UInt64 {
     var ts = timespec()
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+/// User and system CPU time of the calling thread (getrusage; the kernel splits its precise total
+/// between the two by tick samples, so the split is approximate over short runs).
+func threadUserSystemNanoseconds() -> (user: UInt64, system: UInt64) {
+    var ru = rusage()
+    getrusage(1, &ru)  // RUSAGE_THREAD, which Glibc's module does not export (it needs _GNU_SOURCE)
+    func ns(_ t: timeval) -> UInt64 { UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_usec) * 1_000 }
+    return (ns(ru.ru_utime), ns(ru.ru_stime))
 }
 
 func wallNanoseconds() -> UInt64 {
@@ -207,7 +217,7 @@ func check() -> Bool {
             failed += 1
         } else {
             print("\(c.name): \(n) notifications → \(r.publication.spool.count - 1) + 1 (setup) spooled messages, "
-                + "\(r.publication.spool.diskBytes) bytes on disk")
+                + "\(r.publication.spool.diskBytes) bytes on disk, \(r.publication.spool.dropped) dropped")
         }
     }
     let r = run(controlName, n)
@@ -232,25 +242,27 @@ case "cpu" where args.count == 4:
     let name = args[2]
     let r: PublishRig
     let cpu0: UInt64, wall0: UInt64, cpu1: UInt64, wall1: UInt64
+    let us0: (user: UInt64, system: UInt64), us1: (user: UInt64, system: UInt64)
     if name == controlName {
         r = rig(publishCases[0])
         let payload = Array(r.samplePayload.utf8)
         publishConstant(r, payload, 1_000)
-        (cpu0, wall0) = (threadCPUNanoseconds(), wallNanoseconds())
+        (cpu0, wall0, us0) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
         publishConstant(r, payload, n)
-        (cpu1, wall1) = (threadCPUNanoseconds(), wallNanoseconds())
+        (cpu1, wall1, us1) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
         if let problem = r.problems(notifications: false) { fail(problem) }
     } else {
         guard let c = (publishCases + spoolCases).first(where: { $0.name == name }) else { fail("unknown benchmark \(name)") }
         r = rig(c)
         deliver(r, 1_000)
-        (cpu0, wall0) = (threadCPUNanoseconds(), wallNanoseconds())
+        (cpu0, wall0, us0) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
         deliver(r, n)
-        (cpu1, wall1) = (threadCPUNanoseconds(), wallNanoseconds())
+        (cpu1, wall1, us1) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
         if let problem = r.problems() { fail(problem) }
     }
-    print("\(name)\t\(Double(cpu1 - cpu0) / Double(n))\t\(Double(wall1 - wall0) / Double(n))\t\(Double(r.ackTurns) / Double(r.sent))"
-        + "\t\(r.samplePayload.utf8.count)")
+    let perStep = { (a: UInt64, b: UInt64) in Double(b - a) / Double(n) }
+    print("\(name)\t\(perStep(cpu0, cpu1))\t\(perStep(wall0, wall1))\t\(Double(r.ackTurns) / Double(r.sent))"
+        + "\t\(r.samplePayload.utf8.count)\t\(perStep(us0.user, us1.user))\t\(perStep(us0.system, us1.system))")
     r.close()
 case let name where !name.isEmpty && args.count == 3:
     guard let n = Int(args[2]), n >= 0 else { print("N must be a non-negative integer"); exit(2) }

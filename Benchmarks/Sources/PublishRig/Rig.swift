@@ -94,7 +94,7 @@ public final class PublishRig {
     public private(set) var stuck = 0
     private let handedOffBefore: UInt64
     private let deliveredBefore: UInt64
-    private let spooledBefore: Int
+    private let appendedBefore: UInt64
     private let readingsBefore: UInt64
 
     public init(_ c: PublishCase) throws {
@@ -154,7 +154,7 @@ public final class PublishRig {
         samplePayload = publication.payloadText
         handedOffBefore = publication.publisher.statistics.handedOff
         deliveredBefore = publication.publisher.statistics.delivered
-        spooledBefore = publication.spool.count
+        appendedBefore = publication.spool.nextSequence
         readingsBefore = publication.readingsPublished
     }
 
@@ -213,7 +213,10 @@ public final class PublishRig {
             if !publication.spool.isEmpty { out.append("\(publication.spool.count) messages spooled") }
             if !publication.publisher.isConnected { out.append("publisher \(publication.publisher.state)") }
         case .spool:
-            if publication.spool.count - spooledBefore != sent { out.append("\(publication.spool.count - spooledBefore) of \(sent) spooled") }
+            // Appended, not still held: past maxBytes (64 MiB) the spool drops its oldest
+            // segments, as designed, and counts them in `dropped`.
+            let appended = publication.spool.nextSequence - appendedBefore
+            if appended != UInt64(sent) { out.append("\(appended) of \(sent) appended to the spool") }
         }
         if publication.rejected != 0 || publication.spoolErrors != 0 {
             out.append("\(publication.rejected) rejected, \(publication.spoolErrors) spool errors")
