@@ -104,8 +104,12 @@ public final class PublishRig {
         if c.mode == .broker { started = try Broker() }
         broker = started
         spoolDirectory = try makeTemporaryDirectory("spool")
-        // A client id per rig, so that two rigs on one broker never take over each other's session.
-        let clientID = "collectord-bench-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        // A client id per rig, so that two rigs on one broker never take over each other's session;
+        // always 32 bytes, so that the setup allocates the same in every run (the probe's
+        // per-step figures are differences between two runs).
+        let unique = UInt64(UInt32(truncatingIfNeeded: getpid())) << 32 | UInt64(UInt32.random(in: 0...UInt32.max))
+        let hex = String(unique, radix: 16)
+        let clientID = "collectord-bench-" + String(repeating: "0", count: 16 - hex.count) + hex
         publication = try ReadingPublication(loop: loop, broker: MQTTBroker(host: "127.0.0.1", port: started?.port ?? 1),
                                              clientID: clientID, spoolDirectory: spoolDirectory)
         notification = try NotificationRig(c.notification, loop: loop, delegate: publication)
