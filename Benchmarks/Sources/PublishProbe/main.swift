@@ -81,7 +81,7 @@ func run(_ name: String, _ n: Int) -> PublishRig {
     if name == controlName {
         let r = rig(publishCases[0])
         publishConstant(r, Array(r.samplePayload.utf8), n)
-        if let problem = r.problems(notifications: false) { fail(problem) }
+        if let problem = r.problems(notifications: false) { r.close(); fail(problem) }
         return r
     }
     guard let c = (publishCases + spoolCases).first(where: { $0.name == name }) else {
@@ -91,7 +91,7 @@ func run(_ name: String, _ n: Int) -> PublishRig {
     let r = rig(c)
     deliver(r, n)
     // A probe that silently stopped publishing would count nothing and look free.
-    if let problem = r.problems() { fail(problem) }
+    if let problem = r.problems() { r.close(); fail(problem) }
     return r
 }
 
@@ -250,7 +250,7 @@ case "cpu" where args.count == 4:
         (cpu0, wall0, us0) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
         publishConstant(r, payload, n)
         (cpu1, wall1, us1) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
-        if let problem = r.problems(notifications: false) { fail(problem) }
+        if let problem = r.problems(notifications: false) { r.close(); fail(problem) }
     } else {
         guard let c = (publishCases + spoolCases).first(where: { $0.name == name }) else { fail("unknown benchmark \(name)") }
         r = rig(c)
@@ -258,7 +258,7 @@ case "cpu" where args.count == 4:
         (cpu0, wall0, us0) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
         deliver(r, n)
         (cpu1, wall1, us1) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
-        if let problem = r.problems() { fail(problem) }
+        if let problem = r.problems() { r.close(); fail(problem) }
     }
     let perStep = { (a: UInt64, b: UInt64) in Double(b - a) / Double(n) }
     print("\(name)\t\(perStep(cpu0, cpu1))\t\(perStep(wall0, wall1))\t\(Double(r.ackTurns) / Double(r.sent))"
