@@ -19,6 +19,7 @@
 # table, valgrind.tsv, cpu.tsv).
 set -euo pipefail
 cd "$(dirname "$0")"
+self=$(basename "$0")
 
 use_valgrind=0
 suite=all
@@ -27,7 +28,7 @@ while [ $# -gt 0 ]; do
     --valgrind) use_valgrind=1 ;;
     --suite=*) suite=${1#--suite=} ;;
     --suite) [ $# -ge 2 ] || { echo "run.sh: --suite needs decode, notification or publish" >&2; exit 2; }; suite=$2; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$self"; exit 0 ;;
     *) echo "run.sh: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
