@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "Reactor", targets: ["Reactor"]),
         .library(name: "Acquisition", targets: ["Acquisition"]),
         .library(name: "SensorTagEmulator", targets: ["SensorTagEmulator"]),
+        .library(name: "Publishing", targets: ["Publishing"]),
     ],
     targets: [
         .target(

@@ -15,6 +15,13 @@ import PackageDescription
 //                             prebuilt notification PDUs one loop turn at a time
 //   NotificationBenchmarks    the ordo-one/benchmark suite over every NotificationRig case
 //   NotificationProbe         delivers N notifications with no harness, for valgrind cross-checks
+//
+// Notification to mosquitto_publish (the daemon's whole per-reading path):
+//   PublishRig                NotificationRig's stack + a real mosquitto + a connected MQTTPublisher
+//                             on the same loop + the daemon's Publication path (TagReadings,
+//                             PayloadBuffer, MQTTPublisher, Spool); also the spool-only variant
+//   PublishBenchmarks         the ordo-one/benchmark suite over every PublishRig case
+//   PublishProbe              the same steps with no harness, for valgrind and CPU time
 let package = Package(
     name: "collectord-benchmarks",
     platforms: [.macOS(.v15)],
@@ -63,7 +70,34 @@ let package = Package(
             name: "NotificationProbe",
             dependencies: ["NotificationRig"]
         ),
-        .executableTarget(name: "BenchmarkReport", dependencies: ["DecodeCases", "NotificationRig"]),
+        .target(
+            name: "PublishRig",
+            dependencies: [
+                "NotificationRig",
+                .product(name: "Profiles", package: "collectord"),
+                .product(name: "Reactor", package: "collectord"),
+                .product(name: "Acquisition", package: "collectord"),
+                .product(name: "Publishing", package: "collectord"),
+                .product(name: "SensorTagEmulator", package: "collectord"),
+            ]
+        ),
+        .executableTarget(
+            name: "PublishBenchmarks",
+            dependencies: [
+                "PublishRig",
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/PublishBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "PublishProbe",
+            dependencies: ["PublishRig", "NotificationRig"]
+        ),
+        .executableTarget(
+            name: "BenchmarkReport",
+            dependencies: ["DecodeCases", "NotificationRig", "PublishRig", .product(name: "Profiles", package: "collectord")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

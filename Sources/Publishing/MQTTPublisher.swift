@@ -773,7 +773,10 @@ public final class MQTTPublisher {
             return .rejected(MQTTError(kind: .invalidMessage, code: code(MOSQ_ERR_PAYLOAD_SIZE), message: "payload too large"))
         }
         var mid: Int32 = 0
-        let rc = mosquitto_publish(mosq, &mid, topic, Int32(payload.count), payload.baseAddress, qos, retain)
+        // withCString, not the implicit String-to-pointer conversion: that one copies the topic
+        // into a new array (two allocations) on every call; withCString hands over a native
+        // string's own null-terminated storage (a small one is copied to the stack).
+        let rc = topic.withCString { mosquitto_publish(mosq, &mid, $0, Int32(payload.count), payload.baseAddress, qos, retain) }
         switch rc {
         case MOSQ_OK:
             break

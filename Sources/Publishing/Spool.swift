@@ -289,6 +289,10 @@ public final class Spool {
             usleep(10_000)
         }
         try recover()
+        // With full segments the bound keeps at most maxBytes / segmentBytes + 1 of them: room for
+        // that many now (up to 1,024), so that the rotations of a growing spool do not grow the
+        // list on the append path.
+        segments.reserveCapacity(min(maxBytes / segmentBytes + 2, 1024))
         isOpen = true
     }
 

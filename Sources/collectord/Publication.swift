@@ -22,10 +22,8 @@ final class Publication: MQTTPublisherDelegate {
     /// What is known of a tag for publishing.
     final class TagState {
         let config: TagConfiguration
-        let encoder: ReadingEncoder
-        /// Per configured sensor: its topic (built once) and its next sequence number.
-        let readingTopics: [String]
-        var sequences: [UInt64]
+        /// Per configured sensor: its topic (built once) and its next sequence number; the encoder.
+        var readings: TagReadings
         let availabilityTopic: String
         var online = false
         var model: Model?
@@ -34,9 +32,8 @@ final class Publication: MQTTPublisherDelegate {
         init(_ config: TagConfiguration, topics: Topics) {
             self.config = config
             self.model = config.model
-            encoder = ReadingEncoder(tag: config.name, address: config.address.description, model: config.model ?? .cc2650)
-            readingTopics = config.sensors.map { topics.reading(tag: config.name, sensor: $0.sensor) }
-            sequences = Array(repeating: 0, count: config.sensors.count)
+            readings = TagReadings(tag: config.name, address: config.address.description, model: config.model ?? .cc2650,
+                                   sensors: config.sensors.map(\.sensor), topics: topics)
             availabilityTopic = topics.availability(tag: config.name)
         }
     }
@@ -136,16 +133,15 @@ final class Publication: MQTTPublisherDelegate {
     /// (or must wait behind older spooled messages, to keep order) goes to the spool.
     func publish(_ reading: Reading, tag name: String, index: Int) {
         guard let t = tags[name] else { return }
-        let sequence = t.sequences[index]
-        t.sequences[index] &+= 1
+        let topic: String
         do {
-            try t.encoder.encode(reading, sequence: sequence, time: .now(), into: &buffer)
+            topic = try t.readings.encode(reading, index: index, time: .now(), into: &buffer)
         } catch {
             rejected += 1
             return
         }
         readingsPublished += 1
-        buffer.withUnsafeBytes { send(t.readingTopics[index], $0) }
+        buffer.withUnsafeBytes { send(topic, $0) }
     }
 
     /// A connection event of a tag or of the adapter, for `<prefix>/<client>/events`; spooled like

@@ -159,6 +159,30 @@ struct EncoderTests {
         #expect(buffer.capacity == 64 && buffer.isEmpty)
         #expect(encoder.requiredCapacity(for: r) <= encoder.recommendedCapacity)
     }
+
+    @Test("TagReadings: a topic and a sequence per configured sensor; a refused reading uses up its number")
+    func tagReadings() throws {
+        let topics = try Topics(prefix: "home/collectord", client: "pi")
+        var t = TagReadings(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2541,
+                            sensors: [.humidity, .temperature, .humidity], topics: topics)
+        #expect(t.topics == ["home/collectord/kitchen/humidity", "home/collectord/kitchen/temperature",
+                             "home/collectord/kitchen/humidity"])
+        var buffer = t.encoder.makeBuffer()
+        let r = reading(.humidity, [Field("temperature", 21.3, .celsius), Field("humidity", 45.2, .percentRH)])
+        #expect(try t.encode(r, index: 0, time: time, into: &buffer) == "home/collectord/kitchen/humidity")
+        #expect(buffer.text.contains(#""model":"cc2541","sensor":"humidity","time":"2026-11-22T05:03:07.123Z","seq":0,"#))
+        _ = try t.encode(r, index: 0, time: time, into: &buffer)
+        #expect(buffer.text.contains(#""seq":1,"#))
+        _ = try t.encode(r, index: 2, time: time, into: &buffer)
+        #expect(buffer.text.contains(#""seq":0,"#))
+        #expect(t.sequences == [2, 0, 1])
+
+        var small = PayloadBuffer(capacity: 64)
+        #expect(throws: PayloadTooLarge.self) { _ = try t.encode(r, index: 1, time: time, into: &small) }
+        _ = try t.encode(r, index: 1, time: time, into: &buffer)
+        #expect(buffer.text.contains(#""seq":1,"#))
+        #expect(t.sequences == [2, 2, 1])
+    }
 }
 
 @Suite("Numbers and time")

@@ -18,10 +18,23 @@
 //
 // NotificationBenchmarks samples are 1,000 notifications each and are normalised the same way,
 // against that suite's own baseline/empty: per notification = per sample / 1,000.
+//
+// PublishBenchmarks (notification → mosquitto_publish → PUBACK) likewise, per notification. For
+// PublishProbe, valgrind.tsv has two more columns: allocations made by Swift code (swift_slowAlloc:
+// ours, the standard library's, the runtime's) and allocations made inside libmosquitto calls
+// (mosquitto_publish, mosquitto_loop_read/write/misc, inclusive), per step from memcheck's xtree.
+// `--cpu cpu.tsv` (PublishProbe cpu …) adds CPU and wall time per step measured outside the harness:
+// name <TAB> thread CPU ns <TAB> wall ns <TAB> loop turns per PUBACK <TAB> payload bytes <TAB> user ns
+// <TAB> system ns, one line per round; the report takes the median of the rounds. With either, the
+// report ends with the budget: 8 tags, every sensor at its shortest period.
+//
+//   BenchmarkReport <export.jmh.json> [valgrind.tsv] [--cpu cpu.tsv]
 
 import DecodeCases
 import Foundation
 import NotificationRig
+import Profiles
+import PublishRig
 
 let decodesPerSample = 1_000.0
 
@@ -38,8 +51,14 @@ func fail(_ message: String) -> Never {
     exit(1)
 }
 
-let args = CommandLine.arguments
-guard args.count >= 2 else { fail("usage: BenchmarkReport <export.jmh.json> [valgrind.tsv]") }
+var args = CommandLine.arguments
+var cpuPath: String?
+if let i = args.firstIndex(of: "--cpu") {
+    guard i + 1 < args.count else { fail("--cpu needs a file") }
+    cpuPath = args[i + 1]
+    args.removeSubrange(i...(i + 1))
+}
+guard args.count >= 2 else { fail("usage: BenchmarkReport <export.jmh.json> [valgrind.tsv] [--cpu cpu.tsv]") }
 
 guard let data = FileManager.default.contents(atPath: args[1]),
       let elements = try? JSONSerialization.jsonObject(with: data) as? [[String: Any]] else {
@@ -71,11 +90,36 @@ guard !suites.isEmpty else { fail("no benchmarks in \(args[1])") }
 let results = suites["DecodeBenchmarks"] ?? [:]
 
 var valgrind: [String: (instructions: Double, allocs: Double)] = [:]
+/// PublishProbe rows only: allocations per step by Swift code and inside libmosquitto calls.
+var attribution: [String: (swift: Double, libmosquitto: Double)] = [:]
 if args.count >= 3 {
     guard let text = try? String(contentsOfFile: args[2], encoding: .utf8) else { fail("cannot read \(args[2])") }
     for line in text.split(separator: "\n") {
         let cols = line.split(separator: "\t").map(String.init)
-        if cols.count == 3, let i = Double(cols[1]), let a = Double(cols[2]) { valgrind[cols[0]] = (i, a) }
+        if cols.count >= 3, let i = Double(cols[1]), let a = Double(cols[2]) { valgrind[cols[0]] = (i, a) }
+        if cols.count >= 5, let sw = Double(cols[3]), let m = Double(cols[4]) { attribution[cols[0]] = (sw, m) }
+    }
+}
+
+/// Per name, the median of the rounds in cpu.tsv (run.sh makes three, interleaved).
+var cpuTimes: [String: (cpuNs: Double, wallNs: Double, ackTurns: Double, payloadBytes: Int, userNs: Double, systemNs: Double)] = [:]
+var cpuRounds = 0
+if let cpuPath {
+    guard let text = try? String(contentsOfFile: cpuPath, encoding: .utf8) else { fail("cannot read \(cpuPath)") }
+    var rows: [String: [[Double]]] = [:]
+    for line in text.split(separator: "\n") {
+        let cols = line.split(separator: "\t").map(String.init)
+        let values = cols.dropFirst().compactMap(Double.init)
+        if cols.count >= 7, values.count == cols.count - 1 { rows[cols[0], default: []].append(values) }
+    }
+    func median(_ v: [Double]) -> Double {
+        let s = v.sorted()
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+    for (name, r) in rows {
+        let column = { (i: Int) in median(r.map { $0[i] }) }
+        cpuTimes[name] = (column(0), column(1), column(2), Int(column(3)), column(4), column(5))
+        cpuRounds = max(cpuRounds, r.count)
     }
 }
 
@@ -227,6 +271,106 @@ if let notifications = suites["NotificationBenchmarks"] {
         var line = "\(name) (\(what)): \(fmt(nsPerDecode(w.p50), 0)) ns (p50), \(fmt(perStep(m), 3)) mallocs per step"
         if let v = valgrind[name] { line += "; cachegrind \(fmt(v.instructions, 0)) instructions, memcheck \(fmt(v.allocs, 3)) allocs per step" }
         print(line)
+    }
+}
+
+// MARK: - Notification to mosquitto_publish
+
+if let publish = suites["PublishBenchmarks"] {
+    guard let empty = publish["baseline/empty"], let emptyMalloc = empty[malloc] else {
+        fail("PublishBenchmarks: baseline/empty (with Malloc (total)) missing from the export")
+    }
+    func perStep(_ m: Metric) -> Double { (m.mean - emptyMalloc.mean) / decodesPerSample }
+    func microseconds(_ ns: Double) -> String { fmt(ns / 1_000, 1) }
+    if !suites.keys.filter({ $0 != "PublishBenchmarks" }).isEmpty { print("") }
+    print("Notification to mosquitto_publish: recv → decode → encode → MQTTPublisher.publish → mosquitto_publish (QoS 1), "
+        + "and the loop turn that reads the broker's PUBACK (per notification)")
+    print("")
+    var cols = ["notification", "JSON bytes", "µs/notification (p50, harness)", "µs (p90)", "mallocs/notification (harness)"]
+    if haveInstructions { cols.append("instructions/notification (harness)") }
+    if !cpuTimes.isEmpty { cols += ["CPU µs/notification (probe)", "of which system (kernel)", "wall µs (probe)"] }
+    if haveValgrind {
+        cols += ["instructions/notification (cachegrind)", "allocs/notification (memcheck)", "of which Swift (ours)",
+                 "of which in libmosquitto", "recv → Reading alone (instructions)"]
+    }
+    header(cols)
+    let controls = [PublishCase?.none] + publishCases.map { Optional($0) }
+    for c in controls {
+        let name = c?.name ?? "control/mqtt-publish"
+        guard let n = publish[name], let w = n[wall], let m = n[malloc] else { fail("incomplete results for \(name)") }
+        let cpuRow = cpuTimes[name]
+        var cells = [c.map { "publish/\($0.kind)" } ?? "control/mqtt-publish (constant payload, no notification)",
+                     cpuRow.map { "\($0.payloadBytes)" } ?? "–", fmt(nsPerDecode(w.p50) / 1_000, 1), fmt(nsPerDecode(w.p90) / 1_000, 1),
+                     fmt(perStep(m), 3)]
+        if haveInstructions { cells.append(n[instr].map { fmt($0.p50 / decodesPerSample, 0) } ?? "–") }
+        if !cpuTimes.isEmpty {
+            cells += [cpuRow.map { microseconds($0.cpuNs) } ?? "–",
+                      cpuRow.map { "\(fmt($0.systemNs / max($0.userNs + $0.systemNs, 1) * 100, 0)) %" } ?? "–",
+                      cpuRow.map { microseconds($0.wallNs) } ?? "–"]
+        }
+        if haveValgrind {
+            let v = valgrind[name], a = attribution[name]
+            cells += [v.map { fmt($0.instructions, 0) } ?? "–", v.map { fmt($0.allocs, 3) } ?? "–",
+                      a.map { fmt($0.swift, 3) } ?? "–", a.map { fmt($0.libmosquitto, 3) } ?? "–",
+                      c.flatMap { valgrind[$0.notification.name] }.map { fmt($0.instructions, 0) } ?? "–"]
+        }
+        row(cells)
+    }
+    print("")
+    print("Without a broker (the publisher not connected): the same path ending in Spool.append (per notification)")
+    print("")
+    cols = ["notification", "µs/notification (p50, harness)", "mallocs/notification (harness)"]
+    if !cpuTimes.isEmpty { cols.append("CPU µs/notification (probe)") }
+    if haveValgrind { cols += ["instructions/notification (cachegrind)", "allocs/notification (memcheck)", "of which Swift (ours)"] }
+    header(cols)
+    for c in spoolCases {
+        guard let n = publish[c.name], let w = n[wall], let m = n[malloc] else { fail("incomplete results for \(c.name)") }
+        var cells = [c.name, fmt(nsPerDecode(w.p50) / 1_000, 1), fmt(perStep(m), 3)]
+        if !cpuTimes.isEmpty { cells.append(cpuTimes[c.name].map { microseconds($0.cpuNs) } ?? "–") }
+        if haveValgrind {
+            cells += [valgrind[c.name].map { fmt($0.instructions, 0) } ?? "–", valgrind[c.name].map { fmt($0.allocs, 4) } ?? "–",
+                      attribution[c.name].map { fmt($0.swift, 4) } ?? "–"]
+        }
+        row(cells)
+    }
+    print("")
+    print("PublishBenchmarks baseline/empty: mallocs per 1,000-iteration sample: mean \(fmt(emptyMalloc.mean, 3)), "
+        + "min \(fmt(emptyMalloc.samples.min() ?? 0, 0)), max \(fmt(emptyMalloc.max, 0)). Its mean is subtracted in the mallocs columns.")
+    let turns = publishCases.compactMap { cpuTimes[$0.name]?.ackTurns }
+    if let lo = turns.min(), let hi = turns.max() {
+        print("Probe: CPU time of the loop's thread (CLOCK_THREAD_CPUTIME_ID) and wall time per step over 20,000 steps, "
+            + "median of \(cpuRounds) rounds; the system share is getrusage's split. Loop turns spent waiting for each PUBACK: "
+            + "\(fmt(lo, 3))–\(fmt(hi, 3)).")
+    }
+
+    // The budget: every sensor of a fleet of one model at its shortest period.
+    if haveValgrind || !cpuTimes.isEmpty {
+        let tags = 8.0
+        print("")
+        print("Budget: \(Int(tags)) tags of one model, every sensor above at its shortest period (Profiles' periodLimits.minimum)")
+        print("")
+        header(["fleet", "sensors (minimum period)", "notifications/s", "instructions/s (cachegrind, user space)",
+                "CPU on this machine (probe)", "Pi, 1.2 GHz, 1 instruction/cycle (user space)", "Pi, 1.5 GHz"])
+        for model in [Model.cc2650, .cc2541] {
+            let cases = publishCases.filter { $0.model == model }
+            var rate = 0.0, instructions = 0.0, cpuNs = 0.0
+            var complete = true
+            var sensors: [String] = []
+            for c in cases {
+                guard let period = c.minimumPeriodMilliseconds else { continue }
+                let perSecond = tags * 1_000 / Double(period)
+                sensors.append("\(c.notification.sensor) \(period) ms")
+                rate += perSecond
+                if let v = valgrind[c.name] { instructions += perSecond * v.instructions } else { complete = false }
+                if let t = cpuTimes[c.name] { cpuNs += perSecond * t.cpuNs } else { complete = false }
+            }
+            let instr = haveValgrind ? fmt(instructions / 1e6, 2) + " M" : "–"
+            let cpu = cpuTimes.isEmpty ? "–" : "\(fmt(cpuNs / 1e6, 2)) ms/s = \(fmt(cpuNs / 1e7, 2)) % of one core"
+            let pi12 = haveValgrind ? "\(fmt(instructions / 1.2e9 * 100, 2)) % of one core" : "–"
+            let pi15 = haveValgrind ? "\(fmt(instructions / 1.5e9 * 100, 2)) %" : "–"
+            row(["\(Int(tags)) × \(model)" + (complete ? "" : " (incomplete data)"), sensors.joined(separator: ", "),
+                 fmt(rate, 1), instr, cpu, pi12, pi15])
+        }
     }
 }
 

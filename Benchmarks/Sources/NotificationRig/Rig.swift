@@ -13,7 +13,8 @@
 // Each measured step sends that existing array from the emulator's side and turns the loop once
 // without waiting; the clock (a ManualClock) does not move, so no timer fires.
 //
-// The benchmark target, the valgrind probe and its self-check all use this one rig.
+// The benchmark target, the valgrind probe and its self-check all use this one rig; the publish
+// rig (Sources/PublishRig) builds on it with its own clock and delegate.
 
 import Acquisition
 import Profiles
@@ -47,10 +48,16 @@ public let notificationCases: [NotificationCase] = [
     .init(model: .cc2541(), sensor: .gyroscope),
 ]
 
+/// What the rig needs of the supervisor's delegate: how many readings it has been handed, and a
+/// transcript of events and log lines kept while `transcript` is non-nil (during setup), to
+/// explain a setup that fails.
+public protocol RigDelegate: TagSupervisorDelegate {
+    var count: Int { get }
+    var transcript: [String]? { get set }
+}
+
 /// The supervisor's delegate: counts readings in an Int and does nothing else on the hot path.
-/// Events and log lines are kept only while `transcript` is non-nil (during setup), to explain a
-/// setup that fails.
-public final class ReadingCounter: TagSupervisorDelegate {
+public final class ReadingCounter: RigDelegate {
     public var count = 0
     public var transcript: [String]? = []
 
@@ -71,18 +78,21 @@ public final class ReadingCounter: TagSupervisorDelegate {
 
 public struct RigError: Error, CustomStringConvertible {
     public let description: String
+    public init(description: String) { self.description = description }
 }
 
 public final class NotificationRig {
     public let c: NotificationCase
-    public let clock = ManualClock()
+    /// The loop's clock: a `ManualClock` unless the caller gave a loop with another.
+    public var clock: MonotonicClock { loop.clock }
     public let loop: EventLoop
     public let emulator: SensorTagEmulator
     public let air: EmulatedAdapter
     public let adapter: AdapterQueue
     public let cache = HandleCache()
     public let supervisor: TagSupervisor
-    public let counter = ReadingCounter()
+    /// The supervisor's delegate: a `ReadingCounter` unless the caller gave another.
+    public let counter: any RigDelegate
     /// The sensor's data value handle, as the session discovered it.
     public let dataHandle: UInt16
     /// The value notified: the emulator's last measurement.
@@ -96,13 +106,22 @@ public final class NotificationRig {
     public private(set) var sent = 0
     public private(set) var countBefore = 0
 
-    public init(_ c: NotificationCase) throws(RigError) {
+    /// By default the rig makes its own loop on a `ManualClock` and counts readings with a
+    /// `ReadingCounter`. A caller's `loop` must run on a manual clock (virtual time) until the
+    /// setup is done; `delegate` then receives the readings.
+    public init(_ c: NotificationCase, loop given: EventLoop? = nil, delegate: (any RigDelegate)? = nil) throws(RigError) {
         self.c = c
-        do {
-            loop = try EventLoop(clock: clock)
-        } catch {
-            throw RigError(description: "\(c.name): EventLoop: \(error)")
+        counter = delegate ?? ReadingCounter()
+        if let given {
+            loop = given
+        } else {
+            do {
+                loop = try EventLoop(clock: ManualClock())
+            } catch {
+                throw RigError(description: "\(c.name): EventLoop: \(error)")
+            }
         }
+        guard loop.clock.isManual else { throw RigError(description: "\(c.name): the loop's clock must be manual during setup") }
         emulator = SensorTagEmulator(model: c.model, loop: loop, seed: 1)
         air = EmulatedAdapter(loop: loop)
         let address = BluetoothAddress("00:AA:01:00:00:01")!

@@ -1,0 +1,275 @@
+// Drives the publish rig with no benchmark harness, so that valgrind can count instructions
+// (cachegrind) and heap allocations (memcheck, with their stacks) from outside, and so that CPU
+// time per notification can be read without the harness's threads:
+//
+//   PublishProbe list                          every benchmark name
+//   PublishProbe check                         every case: 1,000 notifications each, checked end to end
+//                                              (a mosquitto_sub subscriber must receive all 1,000,
+//                                              in sequence) and the spool and control cases
+//   PublishProbe publish/cc2650/movement N     set up (emulated tag, broker, connection), then N
+//                                              notifications, each published and acknowledged
+//   PublishProbe spool/cc2650/movement N       set up without a broker, then N notifications spooled
+//   PublishProbe control/mqtt-publish N        set up (publish/cc2650/movement), then N publishes of
+//                                              that reading's payload as a constant: libmosquitto's
+//                                              and MQTTPublisher's own cost, and the PUBACK's
+//   PublishProbe cpu <name> N                  as <name> N after 1,000 steps of warm-up; prints the name,
+//                                              thread CPU ns (user + system) and wall ns per step, loop
+//                                              turns per PUBACK, the payload's bytes, and the thread's
+//                                              user and system ns per step (getrusage), tab-separated
+//
+// As for the other probes, the cost of one step is the difference between two runs with different
+// N divided by the difference in N: process start-up, the broker connection and the GATT setup
+// cancel out.
+
+import NotificationRig
+import PublishRig
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let controlName = "control/mqtt-publish"
+
+func fail(_ message: String) -> Never {
+    print(message)
+    exit(1)
+}
+
+func rig(_ c: PublishCase) -> PublishRig {
+    do {
+        return try PublishRig(c)
+    } catch {
+        fail("setup failed: \(error)")
+    }
+}
+
+@inline(never)
+func deliver(_ rig: PublishRig, _ n: Int) {
+    for _ in 0 ..< n { rig.deliver() }
+}
+
+@inline(never)
+func publishConstant(_ rig: PublishRig, _ payload: [UInt8], _ n: Int) {
+    payload.withUnsafeBytes { p in
+        for _ in 0 ..< n { rig.publishConstant(p) }
+    }
+}
+
+func threadCPUNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+/// User and system CPU time of the calling thread (getrusage; the kernel splits its precise total
+/// between the two by tick samples, so the split is approximate over short runs).
+func threadUserSystemNanoseconds() -> (user: UInt64, system: UInt64) {
+    var ru = rusage()
+    getrusage(1, &ru)  // RUSAGE_THREAD, which Glibc's module does not export (it needs _GNU_SOURCE)
+    func ns(_ t: timeval) -> UInt64 { UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_usec) * 1_000 }
+    return (ns(ru.ru_utime), ns(ru.ru_stime))
+}
+
+func wallNanoseconds() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}
+
+/// Runs the named case N times; returns the rig (not closed) after checking it.
+func run(_ name: String, _ n: Int) -> PublishRig {
+    if name == controlName {
+        let r = rig(publishCases[0])
+        publishConstant(r, Array(r.samplePayload.utf8), n)
+        if let problem = r.problems(notifications: false) { r.close(); fail(problem) }
+        return r
+    }
+    guard let c = (publishCases + spoolCases).first(where: { $0.name == name }) else {
+        print("unknown benchmark \(name); try 'list'")
+        exit(2)
+    }
+    let r = rig(c)
+    deliver(r, n)
+    // A probe that silently stopped publishing would count nothing and look free.
+    if let problem = r.problems() { r.close(); fail(problem) }
+    return r
+}
+
+// MARK: - check
+
+/// `mosquitto_sub` on the rig's broker, its output in a file: every message on the tag's topics.
+final class Subscriber {
+    let pid: pid_t
+    let path: String
+
+    init(port: Int, count: Int, directory: String) throws {
+        guard let sub = findExecutable("mosquitto_sub") else { throw BrokerError(description: "mosquitto_sub not found: apt install mosquitto-clients") }
+        guard let stdbuf = findExecutable("stdbuf") else { throw BrokerError(description: "stdbuf not found (coreutils)") }
+        path = "\(directory)/subscriber.out"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard fd >= 0 else { throw BrokerError(description: "cannot write \(path)") }
+        defer { close(fd) }
+        // -d prints "Subscribed (mid: …)" once the subscription is acknowledged.
+        pid = try spawn(stdbuf, ["-oL", sub, "-d", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", "collectord/bench/#",
+                                 "-C", "\(count)", "-W", "60", "-F", "%t %p"], stdout: fd)
+    }
+
+    var output: String {
+        guard let f = fopen(path, "r") else { return "" }
+        defer { fclose(f) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = fread(&chunk, 1, chunk.count, f)
+            if n <= 0 { break }
+            bytes += chunk[0..<n]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    func waitUntilSubscribed() -> Bool {
+        for _ in 0..<500 {
+            if output.contains("Subscribed (mid:") { return true }
+            usleep(10_000)
+        }
+        return false
+    }
+
+    /// Waits up to 20 s for it to exit (it does after `count` messages).
+    func waitForExit() -> Bool {
+        var status: Int32 = 0
+        for _ in 0..<2000 {
+            if waitpid(pid, &status, WNOHANG) == pid { return true }
+            usleep(10_000)
+        }
+        terminate(pid)
+        return false
+    }
+}
+
+/// The number after `"seq":` in a payload.
+func sequence(in payload: Substring) -> Int? {
+    guard let r = payload.firstRange(of: "\"seq\":") else { return nil }
+    return Int(payload[r.upperBound...].prefix { $0.isNumber })
+}
+
+/// Two decimals, without Foundation.
+func fixed2(_ v: Double) -> String {
+    let hundredths = Int((v * 100).rounded())
+    let fraction = abs(hundredths) % 100
+    return "\(hundredths < 0 ? "-" : "")\(abs(hundredths) / 100).\(fraction < 10 ? "0" : "")\(fraction)"
+}
+
+func hex(_ bytes: [UInt8]) -> String {
+    bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(separator: " ")
+}
+
+func check() -> Bool {
+    var failed = 0
+    let n = 1_000
+    for c in publishCases {
+        let r = rig(c)
+        defer { r.close() }
+        let subscriber: Subscriber
+        do {
+            subscriber = try Subscriber(port: r.broker!.port, count: n, directory: r.spoolDirectory)
+        } catch {
+            print("\(c.name): \(error)")
+            failed += 1
+            continue
+        }
+        guard subscriber.waitUntilSubscribed() else {
+            terminate(subscriber.pid)
+            print("\(c.name): the subscriber did not subscribe within 5 s")
+            failed += 1
+            continue
+        }
+        deliver(r, n)
+        var problems: [String] = []
+        if let p = r.problems() { problems.append(p) }
+        if !subscriber.waitForExit() { problems.append("the subscriber did not get \(n) messages within 20 s") }
+        let messages = subscriber.output.split(separator: "\n").filter { $0.hasPrefix("collectord/bench/") }
+        let onTopic = messages.filter { $0.hasPrefix(r.topic + " {") }
+        let sequences = onTopic.compactMap { sequence(in: $0) }
+        if messages.count != n || onTopic.count != n { problems.append("subscriber received \(messages.count) messages, \(onTopic.count) on \(r.topic)") }
+        if sequences.count != onTopic.count || zip(sequences, sequences.dropFirst()).contains(where: { $1 != $0 + 1 }) {
+            problems.append("sequence numbers not consecutive: \(sequences.prefix(3))…")
+        }
+        if !onTopic.allSatisfy({ $0.contains("\"sensor\":\"\(c.notification.sensor.rawValue)\"") && $0.hasSuffix("}}") }) {
+            problems.append("a payload is not the sensor's reading")
+        }
+        if problems.isEmpty {
+            let turns = Double(r.ackTurns) / Double(r.sent)
+            print("\(c.name): PDU \(hex(r.notification.pdu)); \(n) notifications → \(n) PUBLISH (QoS \(r.publication.qos)) "
+                + "acknowledged, \(fixed2(turns)) loop turns per PUBACK; subscriber got all \(n), "
+                + "seq \(sequences.first ?? -1)…\(sequences.last ?? -1); \(r.samplePayload.utf8.count)-byte payload on \(r.topic)")
+        } else {
+            print(problems.joined(separator: "; "))
+            failed += 1
+        }
+    }
+    for c in spoolCases {
+        let r = rig(c)
+        defer { r.close() }
+        deliver(r, n)
+        if let p = r.problems() {
+            print(p)
+            failed += 1
+        } else {
+            print("\(c.name): \(n) notifications → \(r.publication.spool.count - 1) + 1 (setup) spooled messages, "
+                + "\(r.publication.spool.diskBytes) bytes on disk, \(r.publication.spool.dropped) dropped")
+        }
+    }
+    let r = run(controlName, n)
+    print("\(controlName): \(n) constant publishes of \(r.samplePayload.utf8.count) bytes on \(r.topic), all acknowledged, "
+        + "\(fixed2(Double(r.ackTurns) / Double(r.sent))) loop turns per PUBACK")
+    r.close()
+    return failed == 0
+}
+
+// MARK: - main
+
+let args = CommandLine.arguments
+switch args.count > 1 ? args[1] : "" {
+case "list":
+    for c in publishCases + spoolCases { print(c.name) }
+    print(controlName)
+case "check":
+    exit(check() ? 0 : 1)
+case "cpu" where args.count == 4:
+    guard let n = Int(args[3]), n > 0 else { fail("N must be a positive integer") }
+    // Warm up, then measure the thread's CPU time (user + system) and the wall time of N steps.
+    let name = args[2]
+    let r: PublishRig
+    let cpu0: UInt64, wall0: UInt64, cpu1: UInt64, wall1: UInt64
+    let us0: (user: UInt64, system: UInt64), us1: (user: UInt64, system: UInt64)
+    if name == controlName {
+        r = rig(publishCases[0])
+        let payload = Array(r.samplePayload.utf8)
+        publishConstant(r, payload, 1_000)
+        (cpu0, wall0, us0) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
+        publishConstant(r, payload, n)
+        (cpu1, wall1, us1) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
+        if let problem = r.problems(notifications: false) { r.close(); fail(problem) }
+    } else {
+        guard let c = (publishCases + spoolCases).first(where: { $0.name == name }) else { fail("unknown benchmark \(name)") }
+        r = rig(c)
+        deliver(r, 1_000)
+        (cpu0, wall0, us0) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
+        deliver(r, n)
+        (cpu1, wall1, us1) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
+        if let problem = r.problems() { r.close(); fail(problem) }
+    }
+    let perStep = { (a: UInt64, b: UInt64) in Double(b - a) / Double(n) }
+    print("\(name)\t\(perStep(cpu0, cpu1))\t\(perStep(wall0, wall1))\t\(Double(r.ackTurns) / Double(r.sent))"
+        + "\t\(r.samplePayload.utf8.count)\t\(perStep(us0.user, us1.user))\t\(perStep(us0.system, us1.system))")
+    r.close()
+case let name where !name.isEmpty && args.count == 3:
+    guard let n = Int(args[2]), n >= 0 else { print("N must be a non-negative integer"); exit(2) }
+    let r = run(name, n)
+    print(r.sent)
+    r.close()
+default:
+    print("usage: PublishProbe list | check | <benchmark name> <N> | cpu <benchmark name> <N>")
+    exit(2)
+}

@@ -1,0 +1,35 @@
+// The per-reading part of publishing one tag's readings, shared by the daemon (Publication) and
+// the publish benchmarks (Benchmarks/Sources/PublishRig), so that what is measured is the code
+// the daemon runs.
+
+import Profiles
+
+/// One tag's readings on their way to MQTT: the tag's encoder and, for each configured sensor (by
+/// the index the supervisor reports its readings with), its topic, built once, and the sequence
+/// number of its next reading.
+public struct TagReadings: Sendable {
+    public let encoder: ReadingEncoder
+    /// `<prefix>/<tag>/<sensor>`, one per configured sensor.
+    public let topics: [String]
+    /// The sequence number of each sensor's next reading.
+    public private(set) var sequences: [UInt64]
+
+    /// `sensors` in the order of the tag's configuration (the supervisor's index).
+    public init(tag: String, address: String, model: Model, sensors: [Sensor], topics: Topics) {
+        encoder = ReadingEncoder(tag: tag, address: address, model: model)
+        self.topics = sensors.map { topics.reading(tag: tag, sensor: $0) }
+        sequences = Array(repeating: 0, count: sensors.count)
+    }
+
+    /// Encodes `reading` of the sensor at `index` into `buffer` (replacing its contents) with that
+    /// sensor's next sequence number, and returns the sensor's topic. The sequence number is used
+    /// up even when the reading does not fit, so a gap in the numbers shows the loss. Does not
+    /// allocate.
+    public mutating func encode(_ reading: Reading, index: Int, time: Timestamp,
+                                into buffer: inout PayloadBuffer) throws(PayloadTooLarge) -> String {
+        let sequence = sequences[index]
+        sequences[index] &+= 1
+        try encoder.encode(reading, sequence: sequence, time: time, into: &buffer)
+        return topics[index]
+    }
+}
