@@ -8,7 +8,7 @@ import Profiles
 /// the index the supervisor reports its readings with), its topic, built once, and the sequence
 /// number of its next reading.
 public struct TagReadings: Sendable {
-    public let encoder: ReadingEncoder
+    public private(set) var encoder: ReadingEncoder
     /// `<prefix>/<tag>/<sensor>`, one per configured sensor.
     public let topics: [String]
     /// The sequence number of each sensor's next reading.
@@ -19,6 +19,13 @@ public struct TagReadings: Sendable {
         encoder = ReadingEncoder(tag: tag, address: address, model: model)
         self.topics = sensors.map { topics.reading(tag: tag, sensor: $0) }
         sequences = Array(repeating: 0, count: sensors.count)
+    }
+
+    /// The tag has said what it is: its readings carry that model from now on (a tag configured
+    /// without one is announced as a cc2650 until then). Sequence numbers go on.
+    public mutating func identify(as model: Model) {
+        guard model != encoder.model else { return }
+        encoder = ReadingEncoder(tag: encoder.tag, address: encoder.address, model: model)
     }
 
     /// Encodes `reading` of the sensor at `index` into `buffer` (replacing its contents) with that

@@ -108,6 +108,7 @@ final class Publication: MQTTPublisherDelegate {
         let changed = t.model != model || t.firmware != firmware
         t.model = model
         t.firmware = firmware
+        t.readings.identify(as: model)
         if changed { announce(t) }
     }
 

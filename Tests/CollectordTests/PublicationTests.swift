@@ -59,4 +59,52 @@ import Publishing
         publication.stop { stopped = true }
         loop.run(until: { stopped }, limit: .seconds(3))
     }
+
+    /// Found while benchmarking: a tag configured without a model published `"model":"cc2650"`
+    /// even after it identified itself as a CC2541.
+    @Test func readingsCarryTheModelTheTagIdentifiedAs() throws {
+        let broker = try Broker()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-pub-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let text = """
+            [mqtt]
+            brokers = ["127.0.0.1:\(broker.port)"]
+            client_id = "model"
+            [spool]
+            path = "\(directory.path)/spool"
+            [homeassistant]
+            discovery = false
+            [[tag]]
+            name = "t"
+            address = "B0:B4:48:00:00:01"
+            """
+        guard case .success(let configuration) = DaemonConfiguration.parse(text: text, path: "model.conf") else {
+            Issue.record("configuration rejected")
+            return
+        }
+        let loop = try EventLoop()
+        let publication = try Publication(configuration: configuration, loop: loop)
+        publication.add(configuration.tags[0])
+        let subscriber = try Subscriber(port: broker.port, topic: "collectord/t/humidity")
+        defer { subscriber.stop() }
+        publication.start()
+        #expect(loop.run(until: { publication.publisher.isConnected }, limit: .seconds(5)))
+
+        let profile = SensorProfile.all(for: .cc2541).first { $0.sensor == .humidity }!
+        let reading = try [UInt8]([0x50, 0x64, 0xE8, 0x7F]).withUnsafeBytes {
+            try profile.decode(RawSpan(_unsafeBytes: $0), settings: SensorSettings())
+        }
+        let index = configuration.tags[0].sensors.firstIndex { $0.sensor == .humidity }!
+        publication.identified("t", model: .cc2541, firmware: "1.5")
+        publication.publish(reading, tag: "t", index: index)
+        publication.publish(reading, tag: "t", index: index)
+        #expect(loop.run(until: { publication.spool.isEmpty && publication.publisher.inFlight == 0 }, limit: .seconds(5)))
+        for _ in 0..<50 where subscriber.lines.count < 2 { usleep(100_000) }
+        let published = subscriber.lines.compactMap(Published.init)
+        #expect(published.map(\.seq) == [0, 1])
+        #expect(subscriber.lines.allSatisfy { $0.payload.contains(#""model":"cc2541""#) }, "\(subscriber.lines)")
+        var stopped = false
+        publication.stop { stopped = true }
+        loop.run(until: { stopped }, limit: .seconds(3))
+    }
 }
