@@ -7,6 +7,8 @@
 // exponent, inf, nan); booleans; arrays (multi-line, trailing comma, comments inside); inline tables.
 // Not supported: dates and times (reported as such).
 //
+// Nesting deeper than `TOML.maxNesting` levels is a syntax error.
+//
 // Errors: a syntax error ends the parse (what follows cannot be trusted). A redefinition (duplicate
 // key or table, a table over a value, [x] against [[x]]) is recorded and the parse goes on, ignoring
 // the second definition, so one run reports all of them.
@@ -140,6 +142,12 @@ public struct TOMLDocument: Sendable {
 }
 
 public enum TOML {
+    /// How deep values may nest: each key of a header or a dotted key is one level, and so is each
+    /// array (an array of tables too). collectord's deepest value is five levels down
+    /// ([[tag]] sensors.movement.range); the limit keeps the recursive parser, and the tree it
+    /// builds, far from the end of the stack, however deep a file tries to go.
+    public static let maxNesting = 100
+
     /// Parses a whole document, collecting redefinition errors and stopping at a syntax error.
     public static func parse(_ text: String) -> TOMLDocument {
         var parser = TOMLParser(Array(text.utf8))
@@ -234,12 +242,16 @@ private final class Node {
     var origin: Origin
     var line: Int
     let path: [String]
+    /// How deep the table is (see `TOML.maxNesting`): one level per key, two for an element of an
+    /// array of tables. 0 for the root and for inline tables, whose depth the parser counts.
+    let level: Int
     var order: [String] = []
     var children: [String: Child] = [:]
 
-    init(_ origin: Origin, line: Int, path: [String]) {
+    init(_ origin: Origin, line: Int, path: [String], level: Int) {
         self.origin = origin
         self.line = line
+        self.level = level
         self.path = path
     }
 
@@ -307,8 +319,10 @@ private struct TOMLParser {
     var position = 0
     var line = 1
     var errors: [TOMLError] = []
-    let root = Node(.root, line: 0, path: [])
+    let root = Node(.root, line: 0, path: [], level: 0)
     var current: Node
+    /// Levels (keys and arrays) above the value being parsed.
+    var nesting = 0
 
     init(_ bytes: [UInt8]) {
         self.bytes = bytes
@@ -347,6 +361,16 @@ private struct TOMLParser {
 
     func fail(_ message: String, line: Int? = nil) -> TOMLError {
         TOMLError(line: line ?? self.line, message)
+    }
+
+    /// Goes `levels` deeper: an error past `TOML.maxNesting`.
+    mutating func nest(_ levels: Int) throws(TOMLError) {
+        nesting += levels
+        guard nesting <= TOML.maxNesting else { throw tooDeep() }
+    }
+
+    func tooDeep(line: Int? = nil) -> TOMLError {
+        fail("nested more than \(TOML.maxNesting) levels deep (tables, arrays and dotted keys)", line: line)
     }
 
     mutating func skipSpaces() {
@@ -403,6 +427,8 @@ private struct TOMLParser {
                 try parseHeader()
             default:
                 let (keys, keyLine) = try parseKeyAndEquals()
+                nesting = current.level
+                try nest(keys.count)
                 let value = try parseValue(for: keys)
                 insert(keys, value, into: current, keyLine: keyLine)
                 try endOfLine(after: "the value of \(quoted(dottedName(keys)))")
@@ -434,6 +460,7 @@ private struct TOMLParser {
         while true {
             skipSpaces()
             keys.append(try parseSimpleKey())
+            guard keys.count <= TOML.maxNesting else { throw tooDeep() }
             skipSpaces()
             guard peekIs(ASCII.dot) else { return keys }
             position += 1
@@ -475,7 +502,7 @@ private struct TOMLParser {
         for (depth, key) in keys.dropLast().enumerated() {
             switch parent.children[key] {
             case nil:
-                let node = Node(.implicit, line: headerLine, path: Array(keys[...depth]))
+                let node = Node(.implicit, line: headerLine, path: Array(keys[...depth]), level: parent.level + 1)
                 parent.add(key, .table(node))
                 parent = node
             case .table(let t):
@@ -485,10 +512,12 @@ private struct TOMLParser {
             case .value(let v):
                 errors.append(fail("cannot define \(name): \(quoted(dottedName(Array(keys[...depth])))) is already \(v.definedName) (line \(v.line))",
                                    line: headerLine))
-                current = Node(.scratch, line: headerLine, path: keys)
+                current = Node(.scratch, line: headerLine, path: keys, level: keys.count)
                 return
             }
         }
+        let level = parent.level + (isArray ? 2 : 1)
+        guard level <= TOML.maxNesting else { throw tooDeep(line: headerLine) }
 
         let last = keys.last!
         let existing = parent.children[last]
@@ -496,13 +525,13 @@ private struct TOMLParser {
             switch existing {
             case nil:
                 let array = TableArray(line: headerLine)
-                let node = Node(.header, line: headerLine, path: keys)
+                let node = Node(.header, line: headerLine, path: keys, level: level)
                 array.elements.append(node)
                 parent.add(last, .tableArray(array))
                 current = node
                 return
             case .tableArray(let array):
-                let node = Node(.header, line: headerLine, path: keys)
+                let node = Node(.header, line: headerLine, path: keys, level: level)
                 array.elements.append(node)
                 current = node
                 return
@@ -514,7 +543,7 @@ private struct TOMLParser {
         } else {
             switch existing {
             case nil:
-                let node = Node(.header, line: headerLine, path: keys)
+                let node = Node(.header, line: headerLine, path: keys, level: level)
                 parent.add(last, .table(node))
                 current = node
                 return
@@ -533,7 +562,7 @@ private struct TOMLParser {
                 errors.append(fail("cannot define \(name): \(quoted(dottedName(keys))) is already \(v.definedName) (line \(v.line))", line: headerLine))
             }
         }
-        current = Node(.scratch, line: headerLine, path: keys)
+        current = Node(.scratch, line: headerLine, path: keys, level: level)
     }
 
     // MARK: Key/value insertion
@@ -546,7 +575,7 @@ private struct TOMLParser {
             let prefix = dottedName(Array(keys[...depth]))
             switch node.children[key] {
             case nil:
-                let child = Node(.dotted, line: keyLine, path: node.path + [key])
+                let child = Node(.dotted, line: keyLine, path: node.path + [key], level: node.level + 1)
                 node.add(key, .table(child))
                 node = child
             case .table(let t) where t.origin == .dotted:
@@ -850,6 +879,9 @@ private struct TOMLParser {
 
     mutating func parseArray() throws(TOMLError) -> TOMLValue {
         let startLine = line
+        let outer = nesting
+        defer { nesting = outer }
+        try nest(1)
         position += 1
         var items: [TOMLValue] = []
         while true {
@@ -873,7 +905,7 @@ private struct TOMLParser {
     mutating func parseInlineTable() throws(TOMLError) -> TOMLValue {
         let startLine = line
         position += 1
-        let node = Node(.inline, line: startLine, path: [])
+        let node = Node(.inline, line: startLine, path: [], level: 0)
         skipSpaces()
         if peekIs(ASCII.closeBrace) {
             position += 1
@@ -885,7 +917,10 @@ private struct TOMLParser {
             if atNewline || peekIs(ASCII.cr) { throw fail("an inline table must be on one line (missing '}')", line: startLine) }
             if peekIs(ASCII.closeBrace) { throw fail("a trailing comma is not allowed in an inline table") }
             let (keys, keyLine) = try parseKeyAndEquals()
+            let outer = nesting
+            try nest(keys.count)
             let value = try parseValue(for: keys)
+            nesting = outer
             insert(keys, value, into: node, keyLine: keyLine)
             skipSpaces()
             guard let c = peek() else { throw fail("unterminated inline table (missing '}')", line: startLine) }

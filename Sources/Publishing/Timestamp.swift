@@ -67,14 +67,20 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         return (Int(y), Int(m), Int(d))
     }
 
-    /// Bytes `write(to:)` produces for years 0…9999.
+    /// Bytes `write(to:)` produces (the year always has four digits).
     static let textLength = 24
 
-    /// `2026-11-22T05:03:07.123Z`, with at least four year digits (years before 0 or after 9999
-    /// are not meaningful for a sensor reading and are clamped to 0000 / 9999).
+    /// The first and last instants with a four-digit year: 0000-01-01T00:00:00.000Z and
+    /// 9999-12-31T23:59:59.999Z.
+    static let writableRange: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
+
+    /// `2026-11-22T05:03:07.123Z`. Times before year 0 or after 9999 are not meaningful for a
+    /// sensor reading and are written as the first or last instant of that range (clamping the
+    /// instant, not just the year, which made dates like 9999-02-29).
     func write(to w: inout JSONWriter) {
-        let c = civil
-        w.digits(Swift.min(Swift.max(c.year, 0), 9999), width: 4)
+        let clamped = Swift.min(Swift.max(millisecondsSinceEpoch, Timestamp.writableRange.lowerBound), Timestamp.writableRange.upperBound)
+        let c = Timestamp(millisecondsSinceEpoch: clamped).civil
+        w.digits(c.year, width: 4)
         w.byte(UInt8(ascii: "-"))
         w.digits(c.month, width: 2)
         w.byte(UInt8(ascii: "-"))

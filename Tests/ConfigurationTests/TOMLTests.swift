@@ -345,6 +345,50 @@ private func firstError(_ text: String) -> TOMLError? {
         #expect(document.errors == [TOMLError(line: line, message)])
     }
 
+    /// Found by the config fuzz target: 5572 nested '[' (Corpus/syntax-nesting.conf) overflowed the
+    /// stack of the recursive parser. Arrays, inline tables, dotted keys and headers nested a
+    /// million deep, all within the 1 MiB a configuration may have, are an error instead. Each case
+    /// is `head + repeating(unit, count) + tail`, so that test output shows the shape, not the text.
+    @Test(arguments: [
+        ("a = ", "[", 1_000_000, "", 1),
+        ("a = ", "[", TOML.maxNesting, "", 1),
+        ("a = ", "{b = ", 200_000, "", 1),
+        ("a = ", "[{b = ", 150_000, "", 1),
+        ("x = 1\n", "a.", 500_000, "a = 1", 2),
+        ("[", "a.", 500_000, "a]", 1),
+        ("[[", "a.", 500_000, "a]]", 1),
+        ("[" + String(repeating: "a.", count: 60) + "a]\n", "b.", 40, "b = [[{c = 1}]]", 2),
+    ] as [(String, String, Int, String, Int)])
+    func deepNesting(head: String, unit: String, count: Int, tail: String, line: Int) {
+        let document = TOML.parse(head + String(repeating: unit, count: count) + tail)
+        #expect(!document.isComplete)
+        #expect(document.errors == [TOMLError(line: line, "nested more than \(TOML.maxNesting) levels deep (tables, arrays and dotted keys)")])
+    }
+
+    @Test func nestingUpToTheLimit() throws {
+        let depth = TOML.maxNesting
+        let t = try parse("a = " + String(repeating: "[", count: depth - 1) + String(repeating: "]", count: depth - 1))
+        var v = try #require(t["a"])
+        for _ in 0..<(depth - 2) { v = try #require(v.array?.first) }
+        #expect(v.array == [])
+        let keys = (1...depth).map { "k\($0)" }
+        let dotted = try parse(keys.joined(separator: ".") + " = 1")
+        #expect(value(dotted, keys[0]) != nil)
+        let header = try parse("[" + keys.dropLast().joined(separator: ".") + "]\n\(keys.last!) = 1")
+        #expect(header[keys[0]]?.table != nil)
+    }
+
+    /// An element of an array of tables is two levels down (the array, then the table), as it is
+    /// when the same tree is written inline: `a = [{…}]`.
+    @Test func arraysOfTablesCountTwoLevels() {
+        let headers = (1...51).map { n in "[[" + Array(repeating: "a", count: n).joined(separator: ".") + "]]" }
+        #expect(TOML.parse(headers.dropLast().joined(separator: "\n")).errors == [])
+        #expect(TOML.parse(headers.joined(separator: "\n")).errors
+                == [TOMLError(line: 51, "nested more than \(TOML.maxNesting) levels deep (tables, arrays and dotted keys)")])
+        #expect(TOML.parse(headers.dropLast().joined(separator: "\n") + "\nx = 1").errors
+                == [TOMLError(line: 51, "nested more than \(TOML.maxNesting) levels deep (tables, arrays and dotted keys)")])
+    }
+
     @Test func invalidUTF8() {
         var bytes = Array("a = 1\nb = \"x\"\n".utf8)
         bytes.append(contentsOf: [0x63, 0x20, 0x3D, 0x20, 0x22, 0xFF, 0x22, 0x0A])

@@ -278,6 +278,29 @@ struct NumberAndTimeTests {
         #expect(Timestamp(millisecondsSinceEpoch: 951_782_400_000).description == "2000-02-29T00:00:00.000Z")
     }
 
+    @Test("times outside 0000…9999 are written as the first or last instant inside, never an invalid date")
+    func clampedTimes() throws {
+        // Found by the json fuzz target: clamping only the year wrote 4774451407322038784 ms (a
+        // 29 February in a leap year past 9999) as 9999-02-29, a date that does not exist.
+        let last = "9999-12-31T23:59:59.999Z", first = "0000-01-01T00:00:00.000Z"
+        #expect(Timestamp(millisecondsSinceEpoch: 4_774_451_407_322_038_784).description == last)
+        #expect(Timestamp(millisecondsSinceEpoch: 253_407_398_400_000 /* 10000-02-29 */).description == last)
+        #expect(Timestamp(millisecondsSinceEpoch: 253_402_300_800_000 /* 10000-01-01 */).description == last)
+        #expect(Timestamp(millisecondsSinceEpoch: 253_402_300_799_999).description == last)
+        #expect(Timestamp(millisecondsSinceEpoch: .max).description == last)
+        #expect(Timestamp(millisecondsSinceEpoch: -62_167_219_200_000).description == first)
+        #expect(Timestamp(millisecondsSinceEpoch: -62_167_219_200_001).description == first)
+        #expect(Timestamp(millisecondsSinceEpoch: -62_198_755_200_000 /* -0001-01-01 */).description == first)
+        #expect(Timestamp(millisecondsSinceEpoch: .min).description == first)
+        #expect(Timestamp(millisecondsSinceEpoch: -62_162_035_200_000 /* 0000-03-01 */).description == "0000-03-01T00:00:00.000Z")
+
+        let encoder = ReadingEncoder(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2650)
+        var buffer = encoder.makeBuffer()
+        try encoder.encode(reading(.battery, [Field("level", 99, .percent)]), sequence: 1,
+                           time: Timestamp(millisecondsSinceEpoch: 4_774_451_407_322_038_784), into: &buffer)
+        #expect(buffer.text.contains(#""time":"9999-12-31T23:59:59.999Z""#), "\(buffer.text)")
+    }
+
     @Test("now() is CLOCK_REALTIME")
     func now() {
         let before = Int64(Glibc.time(nil)) * 1000
