@@ -208,6 +208,10 @@ public final class TagSupervisor {
 
     public var backoff: Backoff
     public var connectTimeout: Duration = .seconds(10)
+    /// A link that streamed at least this long before it was lost is reconnected at once: the tag
+    /// most likely reset or walked out of range and advertises again. A link lost sooner backs
+    /// off like a failed attempt, so a flapping tag does not spin.
+    public var stableAfter: Duration = .seconds(10)
     public var setupTimeout: Duration = .seconds(30)
     public var requestTimeout: Duration = .seconds(5)
     /// Uniform random numbers in 0..<1 for jitter; tests make it deterministic.
@@ -227,6 +231,7 @@ public final class TagSupervisor {
     private var attempt: LinkAttempt?
     private var timer: TimerID?
     private var hasStreamed = false
+    private var streamingSince: Instant?
 
     public init(tag: TagConfiguration, loop: EventLoop, adapter: AdapterQueue, monitor: AdvertisementMonitor?,
                 cache: HandleCache, backoff: Backoff = Backoff()) {
@@ -251,6 +256,7 @@ public final class TagSupervisor {
         guard state != .stopped else { return }
         let wasConnected = session != nil
         state = .stopped
+        streamingSince = nil
         cancelPending()
         if let session {
             retire(session)
@@ -265,6 +271,7 @@ public final class TagSupervisor {
     public func pause() {
         guard state != .stopped, state != .paused else { return }
         cancelPending()
+        streamingSince = nil
         if let session {
             retire(session)
             session.delegate = nil
@@ -337,6 +344,8 @@ public final class TagSupervisor {
     private func failed(_ event: ConnectionEvent) {
         guard state != .stopped else { return }
         emit(event)
+        let wasStable = streamingSince.map { loop.now - $0 >= stableAfter } ?? false
+        streamingSince = nil
         failures += 1
         if failures >= backoff.maxAttempts {
             state = .gaveUp
@@ -365,7 +374,7 @@ public final class TagSupervisor {
             }
             return
         }
-        schedule(after: backoff.delay(attempt: failures, random: random()))
+        schedule(after: failures == 1 && wasStable ? .zero : backoff.delay(attempt: failures, random: random()))
     }
 
     private func schedule(after delay: Duration) {
@@ -408,6 +417,7 @@ extension TagSupervisor: SensorTagSessionDelegate {
         state = .streaming
         failures = 0
         hasStreamed = true
+        streamingSince = loop.now
         emit(.ready(model: session.model ?? .cc2541, firmware: session.firmware))
     }
 

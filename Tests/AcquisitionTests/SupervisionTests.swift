@@ -215,6 +215,30 @@ func plausible(_ r: Reading) -> Bool {
         #expect(s.failures == 0)
     }
 
+    @Test func aStableLinkIsReconnectedAtOnceAFlappingOneBacksOff() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity)])
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming }))
+        fleet.run(for: .seconds(15))
+
+        // Streamed 15 s: the first attempt follows the drop at once.
+        let dropped = fleet.loop.now
+        emulator.dropLink()
+        #expect(fleet.run(until: { fleet.count("t", "connecting") == 2 }))
+        let immediate = fleet.events.last { $0.event.name == "connecting" }!.at - dropped
+        #expect(immediate == .zero, "\(immediate)")
+        #expect(fleet.run(until: { s.state == .streaming && s.reconnects == 1 }))
+
+        // Streamed 2 s: backed off (random 0.5 → 3/4 of the 1 s base).
+        fleet.run(for: .seconds(2))
+        let again = fleet.loop.now
+        emulator.dropLink()
+        #expect(fleet.run(until: { fleet.count("t", "connecting") == 3 }))
+        let delayed = fleet.events.last { $0.event.name == "connecting" }!.at - again
+        #expect(delayed == .milliseconds(750), "\(delayed)")
+    }
+
     @Test func hungFirmwareTimesOutAndRecovers() throws {
         let fleet = try Fleet()
         let (s, emulator) = fleet.add(.cc2650(), name: "t")

@@ -20,6 +20,7 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import time
 
@@ -100,18 +101,25 @@ def throughput(args):
         r.update(interval_us=interval, offered_per_s=offered, lost=account["expected"] - account["unique"],
                  duplicates=account["duplicates"], delivered=account["unique"], work=rig.work.path,
                  emulator_sent=account["emulator"].get("notifications"), daemon_readings=stats.get("readings"),
-                 spool_max_note="readings beyond the in-flight window wait in the spool and are replayed")
+                 spool_dropped=stats.get("spool", {}).get("dropped"))
         rows.append(r)
         print(f"  interval {interval:>6} µs: offered {offered:8.0f}/s, delivered {r['readings_per_s']:8.0f}/s, "
-              f"lost {r['lost']} (tags sent {r['emulator_sent']}, daemon published {r['daemon_readings']}, subscriber got {r['delivered']}), daemon {r['cpu_percent']:5.1f} % CPU = {1e6 * r['cpu_s_per_reading']:.1f} µs/reading, "
+              f"lost {r['lost']} (spool bound dropped {r['spool_dropped']}; tags sent {r['emulator_sent']}, daemon published {r['daemon_readings']}, subscriber got {r['delivered']}), daemon {r['cpu_percent']:5.1f} % CPU = {1e6 * r['cpu_s_per_reading']:.1f} µs/reading, "
               f"RSS {r['rss_kb'] / 1024:.1f} MB, emulator {r['emulator_cpu_percent']:.0f} %", file=sys.stderr)
     return {"tags": args.tags, "seconds": args.seconds, "rows": rows}
 
 
 def compare(args):
+    """At each interval: one load both keep up with (CPU per reading), one that saturates the
+    reference (readings/s)."""
+    return {"runs": [compare_at(args, interval) for interval in args.interval]}
+
+
+def compare_at(args, interval):
     out = {}
+    print(f"  interval {interval} µs ({args.tags * PERIODIC * 1e6 / interval:.0f} readings/s offered):", file=sys.stderr)
     for pipeline in ("collectord", "reference"):
-        rig = Rig(args.binary, args.tags, args.interval, pipeline=pipeline)
+        rig = Rig(args.binary, args.tags, interval, pipeline=pipeline)
         if not wait_streaming(rig.sub, args.tags * PERIODIC):
             raise SystemExit(f"compare: {pipeline} did not stream every sensor; see {rig.work.path}")
         time.sleep(1)
@@ -119,16 +127,16 @@ def compare(args):
         account = rig.finish()
         r.update(lost=account["expected"] - account["unique"], duplicates=account["duplicates"], work=rig.work.path)
         out[pipeline] = r
-        print(f"  {pipeline:>10}: {r['readings_per_s']:8.0f} readings/s, {r['cpu_percent']:5.1f} % CPU, "
+        print(f"    {pipeline:>10}: {r['readings_per_s']:8.0f} readings/s, {r['cpu_percent']:5.1f} % CPU, "
               f"{1e6 * r['cpu_s_per_reading']:.1f} µs CPU/reading, RSS {r['rss_kb'] / 1024:.1f} MB, lost {r['lost']}",
               file=sys.stderr)
     c, p = out["collectord"], out["reference"]
     out["ratio_readings_per_s"] = c["readings_per_s"] / p["readings_per_s"]
     out["ratio_cpu_per_reading"] = p["cpu_s_per_reading"] / c["cpu_s_per_reading"]
     out["ratio_rss"] = p["rss_kb"] / c["rss_kb"]
-    print(f"  collectord/reference: {out['ratio_readings_per_s']:.2f}× readings/s; the reference spends "
+    print(f"    collectord/reference: {out['ratio_readings_per_s']:.2f}× readings/s; the reference spends "
           f"{out['ratio_cpu_per_reading']:.1f}× the CPU per reading and {out['ratio_rss']:.1f}× the memory", file=sys.stderr)
-    out.update(tags=args.tags, interval_us=args.interval, seconds=args.seconds)
+    out.update(tags=args.tags, interval_us=interval, seconds=args.seconds)
     return out
 
 
@@ -153,15 +161,38 @@ def idle(args):
         raise SystemExit(f"idle: not every sensor streamed; see {rig.work.path}")
     time.sleep(2)
     r = rig.steady(args.seconds)
+    r["perf"] = perf_stat(rig.pipe.pid, min(args.seconds, 20))
     rig.finish()
     r["wakeups_per_reading"] = r["wakeups_per_s"] / r["readings_per_s"]
     out["eight_tags_1s"] = r
+    if r["perf"]:
+        print("  perf stat (8 tags at 1 s): " + ", ".join(f"{k} {v:g}/s" for k, v in r["perf"].items()), file=sys.stderr)
     print(f"  8 tags at 1 s: {r['readings_per_s']:.1f} readings/s, {r['wakeups_per_s']:.1f} wakeups/s "
           f"({r['wakeups_per_reading']:.2f} per reading), {r['involuntary_per_s']:.2f} involuntary/s, "
           f"{r['cpu_percent']:.2f} % CPU, RSS {r['rss_kb'] / 1024:.1f} MB (peak {r['peak_rss_kb'] / 1024:.1f}), "
           f"{r['fds']} FDs", file=sys.stderr)
     out["seconds"] = args.seconds
     return out
+
+
+def perf_stat(pid, seconds):
+    """Software event rates of a running process from `perf stat -p` (this VM has no hardware
+    counters, so no instructions or cycles); None when perf is missing or refused."""
+    events = "task-clock,context-switches,cpu-migrations,page-faults"
+    try:
+        out = subprocess.run(["perf", "stat", "-x", ",", "-e", events, "-p", str(pid), "--", "sleep", str(seconds)],
+                             capture_output=True, text=True, timeout=seconds + 30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    rates = {}
+    for line in out.splitlines():
+        f = line.split(",")
+        if len(f) >= 3 and f[0] and f[0][0].isdigit():
+            value = float(f[0])
+            name = f[2]
+            # task-clock is in ms: as a rate it is the fraction of one CPU, in per mille.
+            rates[name + ("_ms" if name == "task-clock" else "")] = value / seconds
+    return rates or None
 
 
 def startup(args):
@@ -267,7 +298,7 @@ def main():
     t.add_argument("--intervals", type=int, nargs="+", default=[100000, 10000, 2000, 1000, 500])
     c = sub.add_parser("compare")
     c.add_argument("--tags", type=int, default=8)
-    c.add_argument("--interval", type=int, default=10000)
+    c.add_argument("--interval", type=int, nargs="+", default=[10000, 1000])
     c.add_argument("--seconds", type=float, default=20)
     i = sub.add_parser("idle")
     i.add_argument("--seconds", type=float, default=60)
