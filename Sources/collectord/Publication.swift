@@ -10,14 +10,12 @@ import Publishing
 /// again, current, on every connection.
 final class Publication: MQTTPublisherDelegate {
     let publisher: MQTTPublisher
-    let spool: Spool
+    /// Readings and events: straight out, or spooled and replayed in order.
+    let outbox: Outbox
+    var spool: Spool { outbox.spool }
     let topics: Topics
-    let qos: Int32
-    let retain: Bool
     private let discovery: HomeAssistantDiscovery?
     private var buffer: PayloadBuffer
-    private let loop: EventLoop
-    private var syncTimer: TimerID?
 
     /// What is known of a tag for publishing.
     final class TagState {
@@ -39,21 +37,18 @@ final class Publication: MQTTPublisherDelegate {
     }
     private(set) var tags: [String: TagState] = [:]
 
-    /// Spooled messages handed to libmosquitto, by message id, awaiting their acknowledgement.
-    private var replaying: [Int32: UInt64] = [:]
+    /// Readings that did not fit the payload buffer.
     private(set) var rejected: UInt64 = 0
-    private(set) var spoolErrors: UInt64 = 0
     private(set) var readingsPublished: UInt64 = 0
     var onEvent: ((MQTTConnectionEvent) -> Void)?
 
     init(configuration c: DaemonConfiguration, loop: EventLoop) throws {
-        self.loop = loop
         topics = try Topics(prefix: c.mqtt.topicPrefix, client: c.mqtt.clientID)
-        qos = Int32(c.mqtt.qos.rawValue)
-        retain = c.mqtt.retain
         publisher = try MQTTPublisher(configuration: Publication.publisherConfiguration(c), loop: loop)
-        spool = try Spool(directory: c.spool.path, maxBytes: c.spool.maxBytes,
-                          segmentBytes: max(64 << 10, min(1 << 20, c.spool.maxBytes / 16)))
+        let spool = try Spool(directory: c.spool.path, maxBytes: c.spool.maxBytes,
+                              segmentBytes: max(64 << 10, min(1 << 20, c.spool.maxBytes / 16)))
+        outbox = Outbox(publisher: publisher, spool: spool, qos: Int32(c.mqtt.qos.rawValue), retain: c.mqtt.retain, loop: loop)
+        outbox.onSpoolError = { Log.error("spool: \($0)") }
         discovery = c.homeAssistant.discovery
             ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: CollectordVersion.string)
             : nil
@@ -142,14 +137,14 @@ final class Publication: MQTTPublisherDelegate {
             return
         }
         readingsPublished += 1
-        buffer.withUnsafeBytes { send(topic, $0) }
+        buffer.withUnsafeBytes { outbox.send(topic: topic, payload: $0) }
     }
 
     /// A connection event of a tag or of the adapter, for `<prefix>/<client>/events`; spooled like
     /// readings, since it is history a subscriber may want.
     func publishEvent(_ name: String, tag: TagConfiguration?, detail: String?) {
         let payload = ControlPayloads.event(name, time: .now(), tag: tag?.name, address: tag?.address.description, detail: detail)
-        payload.withUnsafeBytes { send(topics.events, $0) }
+        payload.withUnsafeBytes { outbox.send(topic: topics.events, payload: $0) }
     }
 
     func publishStats(_ payload: [UInt8]) {
@@ -157,79 +152,9 @@ final class Publication: MQTTPublisherDelegate {
         _ = publisher.publish(topic: topics.stats, payload: payload, qos: 0, retain: false)
     }
 
-    private func send(_ topic: String, _ payload: UnsafeRawBufferPointer) {
-        if spool.isEmpty {
-            switch publisher.publish(topic: topic, payload: payload, qos: qos, retain: retain) {
-            case .handedOff: return
-            case .rejected: rejected += 1; return
-            case .spool: break
-            }
-        }
-        do {
-            try spool.append(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
-        } catch {
-            spoolErrors += 1
-            Log.error("spool: \(error); a message was lost")
-        }
-        scheduleSync()
-        drain()
-    }
-
-    /// Spooled messages reach the disk within a second even on a power cut (after a kill -9 the
-    /// kernel still has them). Armed by an append, so an idle daemon has no timer for it.
-    private func scheduleSync() {
-        guard syncTimer == nil else { return }
-        syncTimer = loop.schedule(after: .seconds(1)) { [weak self] in
-            guard let self else { return }
-            self.syncTimer = nil
-            do { try self.spool.sync() } catch { Log.error("spool: \(error)") }
-        }
-    }
-
     private func publishRetained(_ topic: String, _ payload: [UInt8]) {
         guard publisher.isConnected else { return }  // republished on every connection
         _ = publisher.publish(topic: topic, payload: payload, qos: 1, retain: true)
-    }
-
-    // MARK: Spool replay
-
-    /// Replays spooled messages oldest first while the publisher has room; when the window is
-    /// full the publisher calls `publisherIsReady` (and so this) once an acknowledgement frees it.
-    func drain() {
-        while spool.unsent > 0, publisher.hasRoom() {
-            var outcome: PublishOutcome?
-            var sequence: UInt64 = 0
-            var messageQoS: UInt8 = 0
-            do {
-                _ = try spool.next { m in
-                    sequence = m.sequence
-                    messageQoS = m.qos
-                    outcome = publisher.publish(topic: m.topicString, payload: m.payload, qos: Int32(m.qos), retain: m.retain)
-                }
-            } catch {
-                spoolErrors += 1
-                Log.error("spool: \(error)")
-                return
-            }
-            switch outcome {
-            case .handedOff(let mid)?:
-                if messageQoS == 0 { acknowledge(sequence) } else { replaying[mid] = sequence }
-            case .rejected?:
-                rejected += 1
-                acknowledge(sequence)  // it can never be published: do not replay it forever
-            case .spool?, nil:
-                spool.rewind()
-                replaying.removeAll()
-                return
-            }
-        }
-    }
-
-    private func acknowledge(_ sequence: UInt64) {
-        do { _ = try spool.acknowledge(sequence: sequence) } catch {
-            spoolErrors += 1
-            Log.error("spool: \(error)")
-        }
     }
 
     // MARK: MQTTPublisherDelegate
@@ -239,10 +164,7 @@ final class Publication: MQTTPublisherDelegate {
         case .connected:
             for t in tags.values { publishState(of: t) }
         case .connectionLost, .disconnected:
-            // libmosquitto resends what it had in flight on the next connection; the spool
-            // resends only what it had handed out and not seen acknowledged.
-            spool.rewind()
-            replaying.removeAll()
+            outbox.connectionLost()
         default:
             break
         }
@@ -250,10 +172,10 @@ final class Publication: MQTTPublisherDelegate {
     }
 
     func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) {
-        if let sequence = replaying.removeValue(forKey: mid) { acknowledge(sequence) }
+        outbox.delivered(mid)
     }
 
-    func publisherIsReady(_ publisher: MQTTPublisher) { drain() }
+    func publisherIsReady(_ publisher: MQTTPublisher) { outbox.drain() }
 
     func publisher(_ publisher: MQTTPublisher, log level: MQTTLogLevel, message: String) {
         switch level {
@@ -268,7 +190,7 @@ final class Publication: MQTTPublisherDelegate {
     /// Clean stop: every tag offline, then the publisher's own `offline` and disconnect.
     func stop(_ done: @escaping () -> Void) {
         for t in tags.values where t.online { setOnline(t.config.name, false) }
-        loop.cancel(syncTimer)
+        outbox.stopSyncing()
         publisher.disconnect(timeout: .milliseconds(1500)) { [spool] in
             try? spool.close()
             done()

@@ -200,7 +200,7 @@ func check() -> Bool {
         }
         if problems.isEmpty {
             let turns = Double(r.ackTurns) / Double(r.sent)
-            print("\(c.name): PDU \(hex(r.notification.pdu)); \(n) notifications → \(n) PUBLISH (QoS \(r.publication.qos)) "
+            print("\(c.name): PDU \(hex(r.notification.pdu)); \(n) notifications → \(n) PUBLISH (QoS \(r.publication.outbox.qos)) "
                 + "acknowledged, \(fixed2(turns)) loop turns per PUBACK; subscriber got all \(n), "
                 + "seq \(sequences.first ?? -1)…\(sequences.last ?? -1); \(r.samplePayload.utf8.count)-byte payload on \(r.topic)")
         } else {

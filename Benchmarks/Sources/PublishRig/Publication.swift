@@ -5,13 +5,13 @@
 //   Daemon.supervisor(_:didRead:index:)            → Publication.publish(reading, tag: s.tag.name, index:)
 //   Publication.publish                            tags[name]; TagReadings.encode (sequence, encoder,
 //                                                  topic) into the one reused PayloadBuffer, time .now()
-//   Publication.send                               spool empty? MQTTPublisher.publish(topic:payload:qos:retain:)
+//   Outbox.send                                    spool empty? MQTTPublisher.publish(topic:payload:qos:retain:)
 //                                                  : Spool.append, the sync timer, drain()
-//   Publication.publisher(_:didDeliver:)           the PUBACK: replaying[mid] (spooled messages only)
+//   Publication.publisher(_:didDeliver:)           the PUBACK: Outbox.delivered (spooled messages only)
 //
-// `ReadingPublication` below is that code with the same types, the same calls in the same order
-// and the same settings (QoS and retain from the daemon's defaults, a 2048-byte buffer, the spool
-// sized as Publication sizes it). The per-tag part (TagReadings) is shared with the daemon. Left
+// `ReadingPublication` below is that wiring with the same types and the same settings (QoS and
+// retain from the daemon's defaults, a 2048-byte buffer, the spool sized as Publication sizes it).
+// The per-tag part (TagReadings) and the send, spool and replay part (Outbox) are the daemon's. Left
 // out: log lines (Log is the executable's), availability, events, statistics and Home Assistant
 // discovery, none of which is on the per-reading path.
 
@@ -22,13 +22,10 @@ import Publishing
 
 public final class ReadingPublication: RigDelegate, MQTTPublisherDelegate {
     public let publisher: MQTTPublisher
-    public let spool: Spool
+    public let outbox: Outbox
+    public var spool: Spool { outbox.spool }
     public let topics: Topics
-    public let qos: Int32
-    public let retain: Bool
     private var buffer: PayloadBuffer
-    private let loop: EventLoop
-    private var syncTimer: TimerID?
 
     final class TagState {
         var readings: TagReadings
@@ -40,9 +37,9 @@ public final class ReadingPublication: RigDelegate, MQTTPublisherDelegate {
     }
     private var tags: [String: TagState] = [:]
 
-    private var replaying: [Int32: UInt64] = [:]
-    public private(set) var rejected: UInt64 = 0
-    public private(set) var spoolErrors: UInt64 = 0
+    private var encodeRejected: UInt64 = 0
+    public var rejected: UInt64 { encodeRejected + outbox.rejected }
+    public var spoolErrors: UInt64 { outbox.spoolErrors }
     public private(set) var readingsPublished: UInt64 = 0
     /// Events the publisher reported, for a setup that fails.
     public private(set) var events: [MQTTConnectionEvent] = []
@@ -66,16 +63,14 @@ public final class ReadingPublication: RigDelegate, MQTTPublisherDelegate {
 
     public init(loop: EventLoop, broker: MQTTBroker, clientID: String, spoolDirectory: String) throws {
         let d = ReadingPublication.daemon
-        self.loop = loop
         topics = try Topics(prefix: d.topicPrefix, client: clientID)
-        qos = d.qos
-        retain = d.retain
         publisher = try MQTTPublisher(
             configuration: MQTTPublisherConfiguration(brokers: [broker], clientID: clientID, topicPrefix: d.topicPrefix,
                                                       keepalive: d.keepalive, cleanSession: true, maxInFlight: d.maxInFlight),
             loop: loop)
-        spool = try Spool(directory: spoolDirectory, maxBytes: d.spoolMaxBytes,
-                          segmentBytes: max(64 << 10, min(1 << 20, d.spoolMaxBytes / 16)))
+        let spool = try Spool(directory: spoolDirectory, maxBytes: d.spoolMaxBytes,
+                              segmentBytes: max(64 << 10, min(1 << 20, d.spoolMaxBytes / 16)))
+        outbox = Outbox(publisher: publisher, spool: spool, qos: d.qos, retain: d.retain, loop: loop)
         buffer = PayloadBuffer(capacity: 2048)
         publisher.delegate = self
     }
@@ -111,70 +106,11 @@ public final class ReadingPublication: RigDelegate, MQTTPublisherDelegate {
         do {
             topic = try t.readings.encode(reading, index: index, time: .now(), into: &buffer)
         } catch {
-            rejected += 1
+            encodeRejected += 1
             return
         }
         readingsPublished += 1
-        buffer.withUnsafeBytes { send(topic, $0) }
-    }
-
-    private func send(_ topic: String, _ payload: UnsafeRawBufferPointer) {
-        if spool.isEmpty {
-            switch publisher.publish(topic: topic, payload: payload, qos: qos, retain: retain) {
-            case .handedOff: return
-            case .rejected: rejected += 1; return
-            case .spool: break
-            }
-        }
-        do {
-            try spool.append(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
-        } catch {
-            spoolErrors += 1
-        }
-        scheduleSync()
-        drain()
-    }
-
-    private func scheduleSync() {
-        guard syncTimer == nil else { return }
-        syncTimer = loop.schedule(after: .seconds(1)) { [weak self] in
-            guard let self else { return }
-            self.syncTimer = nil
-            do { try self.spool.sync() } catch { self.spoolErrors += 1 }
-        }
-    }
-
-    private func drain() {
-        while publisher.isConnected, publisher.inFlight < publisher.configuration.maxInFlight, spool.unsent > 0 {
-            var outcome: PublishOutcome?
-            var sequence: UInt64 = 0
-            var messageQoS: UInt8 = 0
-            do {
-                _ = try spool.next { m in
-                    sequence = m.sequence
-                    messageQoS = m.qos
-                    outcome = publisher.publish(topic: m.topicString, payload: m.payload, qos: Int32(m.qos), retain: m.retain)
-                }
-            } catch {
-                spoolErrors += 1
-                return
-            }
-            switch outcome {
-            case .handedOff(let mid)?:
-                if messageQoS == 0 { acknowledge(sequence) } else { replaying[mid] = sequence }
-            case .rejected?:
-                rejected += 1
-                acknowledge(sequence)
-            case .spool?, nil:
-                spool.rewind()
-                replaying.removeAll()
-                return
-            }
-        }
-    }
-
-    private func acknowledge(_ sequence: UInt64) {
-        do { _ = try spool.acknowledge(sequence: sequence) } catch { spoolErrors += 1 }
+        buffer.withUnsafeBytes { outbox.send(topic: topic, payload: $0) }
     }
 
     // MARK: MQTTPublisherDelegate (Publication's)
@@ -183,23 +119,21 @@ public final class ReadingPublication: RigDelegate, MQTTPublisherDelegate {
         events.append(event)
         switch event {
         case .connectionLost, .disconnected:
-            spool.rewind()
-            replaying.removeAll()
+            outbox.connectionLost()
         default:
             break
         }
     }
 
     public func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) {
-        if let sequence = replaying.removeValue(forKey: mid) { acknowledge(sequence) }
+        outbox.delivered(mid)
     }
 
-    public func publisherIsReady(_ publisher: MQTTPublisher) { drain() }
+    public func publisherIsReady(_ publisher: MQTTPublisher) { outbox.drain() }
 
     /// Closes the spool (the publisher is disconnected by the rig).
     public func close() {
-        loop.cancel(syncTimer)
-        syncTimer = nil
+        outbox.stopSyncing()
         try? spool.close()
     }
 }

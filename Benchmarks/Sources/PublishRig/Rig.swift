@@ -192,7 +192,7 @@ public final class PublishRig {
     /// no encoding), then its PUBACK. What libmosquitto and the publisher cost on their own.
     @inline(__always)
     public func publishConstant(_ payload: UnsafeRawBufferPointer) {
-        _ = publication.publisher.publish(topic: topic, payload: payload, qos: publication.qos, retain: publication.retain)
+        _ = publication.publisher.publish(topic: topic, payload: payload, qos: publication.outbox.qos, retain: publication.outbox.retain)
         sent &+= 1
         if publication.publisher.inFlight > 0 { awaitAcknowledgement() }
     }
