@@ -7,9 +7,10 @@ Pass when:
     below the highest seen; duplicates are allowed: QoS 1 is at least once), and the spool bound
     was never reached (dropped = 0 in the daemon's stats);
   * the daemon's resident memory and open descriptors are flat from minute 2 to the end: the
-    least-squares slope of anonymous memory under --rss-slope-kb-per-min (RSS reported too), and
-    of descriptors under 0.1 per minute, with no more descriptors open in the last minute than
-    at the most before the middle of the run (links and broker outages make them vary by a few);
+    least-squares slope of anonymous memory under --rss-slope-kb-per-min (RSS reported too); no
+    more descriptors open in the last minute than at the most before the middle of the run
+    (links and broker outages make them vary by a few), and on runs of 5 minutes or more their
+    slope under 0.5 per minute;
   * the daemon ran throughout as one process (no restart), and stopped cleanly at the end.
 """
 
@@ -137,7 +138,10 @@ def main():
         failures.append(f"the daemon exited with {code} on SIGTERM")
     if len(anon) >= 2 and anon_slope > args.rss_slope_kb_per_min:
         failures.append(f"anonymous memory grows {anon_slope:.1f} kB/min from minute 2 (limit {args.rss_slope_kb_per_min})")
-    if len(late) >= 2 and (fd_slope > 0.1 or fd_max[1] > fd_max[0]):
+    # Links and broker outages move the count by one or two, which in a short window makes a
+    # large slope; a leak (one per drop, per reconnect or per broker restart) raises the ceiling.
+    # So the ceiling decides, and the slope too on runs long enough for it to mean something.
+    if len(late) >= 2 and (fd_max[1] > fd_max[0] or (args.minutes >= 5 and fd_slope > 0.5)):
         failures.append(f"open descriptors grow: slope {fd_slope:+.3f}/min, at most {fd_max[0]} in the first half, "
                         f"{fd_max[1]} in the last minute")
     if emulated.get("drops", 0) == 0 or emulated.get("malformed", 0) == 0 or broker.restarts == 0:
