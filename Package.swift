@@ -82,11 +82,16 @@ let package = Package(
         ),
         .testTarget(
             name: "PublishingTests",
-            dependencies: ["Publishing", "Profiles", "Reactor"]
+            dependencies: ["Publishing", "Profiles", "Reactor", "TestSupport"]
         ),
         .testTarget(
             name: "CollectordTests",
-            dependencies: ["collectord"]
+            dependencies: ["collectord", "TestSupport"]
+        ),
+        // Child processes, ports and directories for the broker and daemon tests.
+        .target(
+            name: "TestSupport",
+            path: "Tests/TestSupport"
         ),
     ],
     swiftLanguageModes: [.v6]

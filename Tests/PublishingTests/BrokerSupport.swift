@@ -7,27 +7,18 @@ import Glibc
 import Publishing
 import Reactor
 import Testing
+import TestSupport
 
 enum HarnessError: Error, CustomStringConvertible {
-    case missingTool(String, package: String)
     case brokerDidNotStart(String)
     case command(String, status: Int32, output: String)
 
     var description: String {
         switch self {
-        case .missingTool(let tool, let package): return "\(tool) not found: apt install \(package) (scripts/install-deps)"
         case .brokerDidNotStart(let log): return "mosquitto did not start:\n\(log)"
         case .command(let cmd, let status, let output): return "\(cmd) exited with \(status):\n\(output)"
         }
     }
-}
-
-func findTool(_ name: String, package: String) throws -> String {
-    for dir in ["/usr/sbin", "/usr/bin", "/usr/local/sbin", "/usr/local/bin", "/sbin", "/bin"] {
-        let path = "\(dir)/\(name)"
-        if access(path, X_OK) == 0 { return path }
-    }
-    throw HarnessError.missingTool(name, package: package)
 }
 
 /// Runs a command to completion; throws with its output if it fails.
@@ -48,102 +39,6 @@ func run(_ tool: String, _ arguments: [String], in directory: URL? = nil) throws
         throw HarnessError.command(([tool] + arguments).joined(separator: " "), status: process.terminationStatus, output: output)
     }
     return output
-}
-
-func makeTemporaryDirectory(_ name: String) throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-\(name)-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
-
-/// A loopback port nobody listens on right now.
-func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    addr.sin_port = 0
-    _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    return Int(UInt16(bigEndian: addr.sin_port))
-}
-
-func portAcceptsConnections(_ port: Int) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var addr = sockaddr_in()
-    addr.sin_family = sa_family_t(AF_INET)
-    addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-    addr.sin_port = UInt16(port).bigEndian
-    return withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    } == 0
-}
-
-/// A child process started with posix_spawn, with every signal unblocked and at its default
-/// disposition. (Foundation's Process passes on the spawning thread's signal mask, and the test
-/// runner's threads block SIGTERM, so a broker started that way cannot be stopped gracefully;
-/// the runner's ignored SIGPIPE would be inherited too.)
-final class ChildProcess {
-    let pid: pid_t
-    private var exited = false
-
-    /// Starts `path` with `arguments`; stdout goes to `stdout` (a descriptor) or /dev/null, and
-    /// stderr to /dev/null.
-    init(_ path: String, _ arguments: [String], stdout: Int32? = nil) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let stdout {
-            posix_spawn_file_actions_adddup2(&actions, stdout, 1)
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        }
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var none = sigset_t()
-        sigemptyset(&none)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { for a in argv { free(a) } }
-        var child: pid_t = 0
-        let rc = posix_spawn(&child, path, &actions, &attributes, argv, environ)
-        guard rc == 0 else { throw HarnessError.command(path, status: rc, output: String(cString: strerror(rc))) }
-        pid = child
-    }
-
-    deinit { stop(gracefully: false) }
-
-    var isRunning: Bool {
-        if exited { return false }
-        var status: Int32 = 0
-        if waitpid(pid, &status, WNOHANG) == pid { exited = true }
-        return !exited
-    }
-
-    func signal(_ sig: Int32) { if !exited { kill(pid, sig) } }
-
-    /// SIGTERM and up to 3 s when `gracefully`, then SIGKILL; reaps the child.
-    func stop(gracefully: Bool) {
-        guard isRunning else { return }
-        if gracefully {
-            kill(pid, SIGTERM)
-            for _ in 0..<150 where isRunning { usleep(20_000) }
-        }
-        guard isRunning else { return }
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-        exited = true
-    }
 }
 
 /// One mosquitto process with its own configuration in a temporary directory.

@@ -6,6 +6,7 @@ import Glibc
 import Publishing
 import Reactor
 import Testing
+import TestSupport
 
 private func humidityReading(_ t: Double = 21.3, _ h: Double = 45.2) -> Reading {
     let raw: [UInt8] = [0x12, 0x34, 0x56, 0x78]
