@@ -22,7 +22,13 @@ public final class TagFleet {
     /// Told about adapter availability, for logs and the status topic.
     public var onAdapterChange: ((Bool, String) -> Void)?
     public var backoff = Backoff()
+    /// How often to look for an adapter while the kernel gives no device events (no Bluetooth
+    /// support loaded yet, e.g. early in boot).
+    public var adapterRetry: Duration = .seconds(10)
     private var retry: TimerID?
+    /// The last availability reported: a retry that fails the same way again is not news (a
+    /// Pi without Bluetooth would otherwise log and publish the same event every 10 s forever).
+    private var lastReport: (up: Bool, message: String)?
 
     private let injected: (LinkConnector, AdvertisementMonitor?)?
 
@@ -46,7 +52,7 @@ public final class TagFleet {
     public func start() {
         if let (connector, _) = injected {
             if queue == nil { queue = AdapterQueue(connector: connector) }
-            onAdapterChange?(true, "\(adapterName) transport ready")
+            report(true, "\(adapterName) transport ready")
             let waiting = pending
             pending.removeAll()
             for tag in waiting { add(tag) }
@@ -89,24 +95,34 @@ public final class TagFleet {
 
     private var pending: [TagConfiguration] = []
 
+    /// Attempts to open the adapter so far.
+    private(set) var adapterAttempts = 0
+
     private func openAdapter() {
         loop.cancel(retry)
+        adapterAttempts += 1
         do {
             let a = try Adapter.named(adapterName)
             adapter = a
             if queue == nil { queue = AdapterQueue(connector: L2CAPConnector(loop: loop, adapter: a)) }
             if scanner == nil { scanner = try? LEScanner(loop: loop, adapter: a) }
-            onAdapterChange?(true, "\(a) is up")
+            report(true, "\(a) is up")
             let waiting = pending
             pending.removeAll()
             for tag in waiting { add(tag) }
             for s in supervisors.values { s.resume() }
         } catch {
             adapter = nil
-            onAdapterChange?(false, "\(adapterName): \(error)")
+            report(false, "\(adapterName): \(error)")
             // Without device events (no Bluetooth at all yet) look again now and then.
-            if events == nil { retry = loop.schedule(after: .seconds(10)) { [weak self] in self?.openAdapter() } }
+            if events == nil { retry = loop.schedule(after: adapterRetry) { [weak self] in self?.openAdapter() } }
         }
+    }
+
+    private func report(_ up: Bool, _ message: String) {
+        if let last = lastReport, last.up == up, last.message == message { return }
+        lastReport = (up, message)
+        onAdapterChange?(up, message)
     }
 
     private func deviceEvent(_ event: HCIEvent) {
@@ -115,7 +131,7 @@ public final class TagFleet {
             scanner?.reopen()
             openAdapter()
         case .adapterDown(let id) where adapter?.id == id:
-            onAdapterChange?(false, "\(adapterName) went down")
+            report(false, "\(adapterName) went down")
             for s in supervisors.values { s.pause() }
         default:
             break

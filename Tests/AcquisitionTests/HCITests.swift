@@ -1,3 +1,4 @@
+import Glibc
 import Profiles
 import Testing
 @testable import Acquisition
@@ -69,5 +70,25 @@ import Testing
         let a = BluetoothAddress("00:AA:01:02:00:02")!
         #expect(BluetoothAddress(bdaddr: a.bdaddr) == a)
         #expect(a.bdaddr.b.0 == 0x02 && a.bdaddr.b.5 == 0x00)
+    }
+}
+
+@Suite struct TagFleetAdapterTests {
+    /// An adapter that is not there is reported once, not on every look: a Pi without Bluetooth
+    /// would otherwise log and publish the same event every 10 s.
+    @Test func anAdapterThatStaysAwayIsReportedOnce() throws {
+        let loop = try EventLoop()
+        let fleet = TagFleet(loop: loop, adapter: "hci99")
+        fleet.adapterRetry = .milliseconds(20)
+        var reports: [(Bool, String)] = []
+        fleet.onAdapterChange = { reports.append(($0, $1)) }
+        fleet.start()
+        _ = loop.run(until: { fleet.adapterAttempts >= 6 }, limit: .seconds(2))
+        fleet.stop()
+        #expect(reports.count == 1, "\(reports)")
+        #expect(reports.first?.0 == false && reports.first?.1.hasPrefix("hci99: adapter unavailable") == true, "\(reports)")
+        // Where the kernel has Bluetooth, device events replace the polling; here it has none.
+        let hci = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), 1 /* BTPROTO_HCI */)
+        if hci >= 0 { close(hci) } else { #expect(fleet.adapterAttempts >= 6) }
     }
 }
