@@ -759,6 +759,28 @@ public final class MQTTPublisher {
 
     /// Hands a message to libmosquitto without blocking, or says why the caller must keep it.
     public func publish(topic: String, payload: UnsafeRawBufferPointer, qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
+        // withCString, not the implicit String-to-pointer conversion: that one copies the topic
+        // into a new array (two allocations) on every call; withCString hands over a native
+        // string's own null-terminated storage (a small one is copied to the stack).
+        topic.withCString { publish(cTopic: $0, payload: payload, qos: qos, retain: retain) }
+    }
+
+    /// The same with the topic as UTF-8 bytes without a terminator (a spooled message's, read
+    /// in place): terminated in a stack buffer, so a replay allocates no String per message.
+    public func publish(topicBytes: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
+        guard !topicBytes.contains(0) else {  // it would be cut short at the NUL: a different topic
+            statistics.rejected += 1
+            return .rejected(MQTTError(kind: .invalidMessage, code: code(MOSQ_ERR_INVAL), message: "topic contains a NUL byte"))
+        }
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: topicBytes.count + 1) { buffer in
+            let bytes = UnsafeMutableRawBufferPointer(buffer)
+            bytes.copyMemory(from: topicBytes)
+            bytes[topicBytes.count] = 0
+            return publish(cTopic: buffer.baseAddress!, payload: payload, qos: qos, retain: retain)
+        }
+    }
+
+    private func publish(cTopic: UnsafePointer<CChar>, payload: UnsafeRawBufferPointer, qos: Int32, retain: Bool) -> PublishOutcome {
         guard case .connected = phase, let mosq else {
             statistics.spooled += 1
             return .spool(.notConnected)
@@ -773,10 +795,7 @@ public final class MQTTPublisher {
             return .rejected(MQTTError(kind: .invalidMessage, code: code(MOSQ_ERR_PAYLOAD_SIZE), message: "payload too large"))
         }
         var mid: Int32 = 0
-        // withCString, not the implicit String-to-pointer conversion: that one copies the topic
-        // into a new array (two allocations) on every call; withCString hands over a native
-        // string's own null-terminated storage (a small one is copied to the stack).
-        let rc = topic.withCString { mosquitto_publish(mosq, &mid, $0, Int32(payload.count), payload.baseAddress, qos, retain) }
+        let rc = mosquitto_publish(mosq, &mid, cTopic, Int32(payload.count), payload.baseAddress, qos, retain)
         switch rc {
         case MOSQ_OK:
             break
@@ -793,7 +812,7 @@ public final class MQTTPublisher {
             return .spool(.libraryBusy)
         default:
             statistics.rejected += 1
-            return .rejected(MQTTError(kind: .invalidMessage, code: rc, message: "\(MQTTPublisher.text(rc)) (topic \"\(topic)\")"))
+            return .rejected(MQTTError(kind: .invalidMessage, code: rc, message: "\(MQTTPublisher.text(rc)) (topic \"\(String(cString: cTopic))\")"))
         }
         if qos > 0 {
             let word = Int(UInt16(truncatingIfNeeded: mid)) >> 6

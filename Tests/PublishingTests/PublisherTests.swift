@@ -404,6 +404,39 @@ struct PublisherTests {
             return
         }
         #expect(error.kind == .invalidMessage)
+        #expect(error.message.contains("collectord/+/bad"), "\(error.message)")
+        #expect(publisher.isConnected)
+    }
+
+    @Test("a topic given as bytes (a spooled message's) is published as that topic; a NUL in it is rejected")
+    func topicAsBytes() throws {
+        let loop = try EventLoop()
+        let broker = try TestBroker("bytes")
+        try broker.start()
+        let subscriber = try TestSubscriber(loop: loop, port: broker.port)
+        #expect(subscriber.waitUntilSubscribed())
+        let publisher = try MQTTPublisher(configuration: configuration([broker.broker], client: "bytes"), loop: loop)
+        publisher.start()
+        #expect(loop.run(until: { publisher.isConnected }, limit: .seconds(5)))
+        // A topic longer than a small string, in a buffer with bytes after it that are not its.
+        let topic = "collectord/kitchen-with-a-long-name/humidity"
+        let stored = Array(topic.utf8) + Array("/trailing".utf8)
+        let outcome = stored.withUnsafeBytes { all in
+            [UInt8]([7, 8]).withUnsafeBytes { publisher.publish(topicBytes: UnsafeRawBufferPointer(rebasing: all[..<topic.utf8.count]), payload: $0, qos: 1) }
+        }
+        guard case .handedOff = outcome else {
+            Issue.record("expected hand-off, got \(outcome)")
+            return
+        }
+        #expect(loop.run(until: { !subscriber.messages(on: topic).isEmpty }, limit: .seconds(5)))
+        #expect(subscriber.messages(on: topic).first?.payload == "\u{7}\u{8}")
+        let withNul = Array("collectord/a".utf8) + [0] + Array("b/c".utf8)
+        let rejected = withNul.withUnsafeBytes { t in [UInt8]([1]).withUnsafeBytes { publisher.publish(topicBytes: t, payload: $0, qos: 1) } }
+        guard case .rejected(let error) = rejected else {
+            Issue.record("expected rejection, got \(rejected)")
+            return
+        }
+        #expect(error.message.contains("NUL"))
         #expect(publisher.isConnected)
     }
 
