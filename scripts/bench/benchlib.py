@@ -204,13 +204,23 @@ class Emulators:
         self.proc = Process(argv, work.file("emulate.log"), stdout=work.file("emulate.out"))
 
     def wait_ready(self, timeout=10):
+        """Waits until every tag has advertised (its socket appeared); returns when the first did.
+        A tag's socket goes again as soon as a daemon connects, so a daemon already trying can
+        take the first tags before the last ones appear: each is counted once seen."""
         paths = [os.path.join(self.directory, address(self.FIRST, i)) for i in range(self.tags)]
+        seen = set()
+        first = None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if all(os.path.exists(p) for p in paths):
-                return time.monotonic()
+            for p in paths:
+                if p not in seen and os.path.exists(p):
+                    seen.add(p)
+                    if first is None:
+                        first = time.monotonic()
+            if len(seen) == len(paths):
+                return first
             time.sleep(0.001)
-        raise RuntimeError("emulated tags did not appear")
+        raise RuntimeError(f"emulated tags did not appear: {len(seen)} of {len(paths)} seen in {timeout} s")
 
     def stop(self):
         self.proc.stop()
