@@ -75,7 +75,7 @@ final class Daemon: TagSupervisorDelegate {
         fleet.start()
         scheduleStats()
         // Once start-up is behind it (tags found and streaming in well under a second), the
-        // daemon gives back the code it will not run again: about half its resident memory.
+        // daemon gives back the code it will not run again (about 3 MB of its resident memory).
         loop.schedule(after: .seconds(5)) {
             let r = ResidentCode.release()
             Log.info("memory: released \(r.residentBefore) kB of start-up code pages in \(r.mappings) mappings"
