@@ -39,7 +39,7 @@ enum ResidentCode {
                 result.failures += 1
             }
         }
-        for line in text.split(separator: UInt8(ascii: "\n")) {
+        for line in String(decoding: text, as: UTF8.self).split(separator: "\n") {
             if let range = mappingHeader(line) {
                 candidate = range
                 resident = 0
@@ -54,41 +54,18 @@ enum ResidentCode {
 
     /// `start-end r-xp offset dev inode path`: the range when it is a private, read-only,
     /// executable mapping of a file (not [vdso], [vsyscall] or an anonymous region).
-    static func mappingHeader(_ line: ArraySlice<UInt8>) -> (start: UInt, end: UInt)? {
-        let fields = line.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: true)
-        guard fields.count >= 6, fields[1].elementsEqual("r-xp".utf8), fields[5].first == UInt8(ascii: "/") else { return nil }
-        let bounds = fields[0].split(separator: UInt8(ascii: "-"))
-        guard bounds.count == 2, let start = hex(bounds[0]), let end = hex(bounds[1]) else { return nil }
+    static func mappingHeader(_ line: Substring) -> (start: UInt, end: UInt)? {
+        let fields = line.split(separator: " ")
+        guard fields.count >= 6, fields[1] == "r-xp", fields[5].hasPrefix("/") else { return nil }
+        let bounds = fields[0].split(separator: "-")
+        guard bounds.count == 2, let start = UInt(bounds[0], radix: 16), let end = UInt(bounds[1], radix: 16) else { return nil }
         return (start, end)
     }
 
     /// The number of `name:  1234 kB`.
-    static func field(_ line: ArraySlice<UInt8>, _ name: String) -> Int? {
-        guard line.starts(with: name.utf8) else { return nil }
-        var value = 0
-        var seen = false
-        for byte in line.dropFirst(name.utf8.count) {
-            if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
-                value = value * 10 + Int(byte - UInt8(ascii: "0"))
-                seen = true
-            } else if seen {
-                break
-            }
-        }
-        return seen ? value : nil
-    }
-
-    private static func hex(_ digits: ArraySlice<UInt8>) -> UInt? {
-        var value: UInt = 0
-        guard !digits.isEmpty, digits.count <= 16 else { return nil }
-        for d in digits {
-            switch d {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value << 4 | UInt(d - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = value << 4 | UInt(d - UInt8(ascii: "a") + 10)
-            default: return nil
-            }
-        }
-        return value
+    static func field(_ line: Substring, _ name: String) -> Int? {
+        guard line.hasPrefix(name) else { return nil }
+        return line.dropFirst(name.count).split(separator: " ").first.flatMap { Int($0) }
     }
 
     private static func readSmaps() -> [UInt8]? {

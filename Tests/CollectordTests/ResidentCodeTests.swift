@@ -3,7 +3,7 @@ import Testing
 @testable import collectord
 
 @Suite struct ResidentCodeTests {
-    private func line(_ s: String) -> ArraySlice<UInt8> { ArraySlice(Array(s.utf8)) }
+    private func line(_ s: String) -> Substring { Substring(s) }
 
     @Test func onlyPrivateReadOnlyExecutableFileMappingsAreCandidates() {
         let text = "7f1c2a400000-7f1c2a5a3000 r-xp 00028000 08:01 1311 /usr/lib/x86_64-linux-gnu/libc.so.6"
