@@ -10,18 +10,28 @@ import TestSupport
 final class Broker {
     let port: Int
     let directory: URL
+    let persistent: Bool
     private var process: ChildProcess?
 
     /// `persistent`: the broker keeps sessions and queued messages across `stop()`/`start()`
     /// (it writes its database when stopped).
     init(persistent: Bool = false, port: Int? = nil) throws {
         self.port = port ?? freePort()
+        self.persistent = persistent
         directory = try makeTemporaryDirectory("broker")
         var conf = "listener \(self.port) 127.0.0.1\nallow_anonymous true\n"
+        conf += "log_dest file \(directory.path)/mosquitto.log\n"
         conf += persistent ? "persistence true\npersistence_location \(directory.path)/\nautosave_interval 0\n" : "persistence false\n"
+        // Started as root (CI is), mosquitto switches to its own user, who can neither write its
+        // database nor its log in our directory: every session would be lost on a restart and the
+        // tests would only pass when the subscriber happened to reconnect before the daemon.
+        if let me = getpwuid(geteuid()) { conf += "user \(String(cString: me.pointee.pw_name))\n" }
         try conf.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
         try start()
     }
+
+    var database: URL { directory.appendingPathComponent("mosquitto.db") }
+    var log: String { (try? String(contentsOf: directory.appendingPathComponent("mosquitto.log"), encoding: .utf8)) ?? "" }
 
     func start() throws {
         let p = try ChildProcess(try findTool("mosquitto", package: "mosquitto"),
@@ -33,24 +43,40 @@ final class Broker {
             guard p.isRunning else { break }
             usleep(20_000)
         }
-        throw BrokerError.didNotStart
+        throw BrokerError.didNotStart(log: log)
     }
 
     /// SIGTERM: a persistent broker saves every session and queued message before it exits, so
     /// an outage loses nothing the broker acknowledged (a SIGKILL would lose what came since its
     /// last autosave: that is the broker's loss, not the daemon's, and the tests measure the
-    /// daemon's).
-    func stop() {
-        process?.stop(gracefully: true)
+    /// daemon's). Throws when a persistent broker did not write its database, so that a test
+    /// relying on it fails for that reason, at once, rather than on a race.
+    func stop() throws {
+        guard let p = process else { return }
+        try? FileManager.default.removeItem(at: database)
+        p.stop(gracefully: true)
         process = nil
+        if persistent && !FileManager.default.fileExists(atPath: database.path) {
+            throw BrokerError.databaseNotSaved(log: log)
+        }
     }
 
     deinit {
-        stop()
+        try? stop()
         try? FileManager.default.removeItem(at: directory)
     }
 
-    enum BrokerError: Error { case didNotStart }
+    enum BrokerError: Error, CustomStringConvertible {
+        case didNotStart(log: String)
+        case databaseNotSaved(log: String)
+
+        var description: String {
+            switch self {
+            case .didNotStart(let log): return "mosquitto did not start:\n\(log)"
+            case .databaseNotSaved(let log): return "mosquitto stopped without saving its database:\n\(log)"
+            }
+        }
+    }
 }
 
 /// `mosquitto_sub -v` in the background, collecting "topic payload" lines.
@@ -138,6 +164,16 @@ final class DaemonProcess: @unchecked Sendable {
     }
 
     var log: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
+
+    /// Polls the log until `text` appears `count` times; false after `seconds`.
+    func waitForLog(_ text: String, count: Int, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if log.components(separatedBy: text).count - 1 >= count { return true }
+            usleep(50_000)
+        }
+        return false
+    }
     var pid: Int32 { process?.processIdentifier ?? 0 }
 
     func signal(_ s: Int32) { if let p = process { kill(p.processIdentifier, s) } }
@@ -290,18 +326,24 @@ func gapFree(_ seqs: [Int]) -> Bool {
 
     @Test func brokerOutageLosesNothingAndKeepsOrder() throws {
         let broker = try Broker(persistent: true)
-        let sub = try Subscriber(port: broker.port, session: "outage-sub")
+        let before = try Subscriber(port: broker.port, session: "outage-sub")
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
         try daemon.start()
         wait(2.5)
-        broker.stop()
+        // The subscriber goes away with the broker and comes back only after the daemon has
+        // replayed its spool: what it gets then, the broker kept for its session across the restart.
+        before.stop()
+        try broker.stop()
         wait(3)  // readings go to the spool
         try broker.start()
-        wait(5)  // the daemon reconnects (backoff), replays the spool; the subscriber resumes its session
+        #expect(daemon.waitForLog("mqtt: connected to", count: 2, seconds: 15), "the daemon reconnects")
+        wait(1)  // the spool is replayed into the broker, which queues it for the absent subscriber
+        let sub = try Subscriber(port: broker.port, session: "outage-sub")
+        wait(1.5)
         daemon.stop()
         wait(0.5)
         sub.stop()
-        let seqs = sequences(sub.lines)
+        let seqs = sequences(before.lines + sub.lines)
         #expect(daemon.log.contains("connection to 127.0.0.1:\(broker.port) lost"))
         #expect(daemon.log.contains("memory: released"), "start-up code handed back after 5 s")
         #expect((seqs["kitchen/humidity"]?.max() ?? 0) >= 8, "readings from before, during and after the outage")
@@ -317,7 +359,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
         // everything for it.
         let first = try Subscriber(port: broker.port, session: "restart-sub")
         first.stop()
-        broker.stop()
+        try broker.stop()
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
         try daemon.start()
         wait(3)
@@ -325,8 +367,11 @@ func gapFree(_ seqs: [Int]) -> Bool {
         try daemon.start()
         wait(2)
         try broker.start()
+        // Again the subscriber returns only after the replay, so the broker must have kept its session.
+        #expect(daemon.waitForLog("mqtt: connected to", count: 1, seconds: 15), "the daemon reconnects")
+        wait(1)
         let sub = try Subscriber(port: broker.port, session: "restart-sub")
-        wait(5)
+        wait(3)
         daemon.stop()
         wait(0.5)
         sub.stop()
