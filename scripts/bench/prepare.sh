@@ -7,7 +7,8 @@ if ! python3 -c "import venv, ensurepip" 2>/dev/null; then
   as_root=(); [ "$(id -u)" -eq 0 ] || as_root=(sudo)
   DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
 fi
-venv=$HOME/.cache/collectord/venv
+# CI may run without $HOME: fall back to the account's home directory.
+venv=${XDG_CACHE_HOME:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache}/collectord/venv
 if ! "$venv/bin/python" -c "import paho.mqtt" 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q -r scripts/bench/requirements.txt
