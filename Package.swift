@@ -19,6 +19,8 @@ let package = Package(
         .library(name: "Acquisition", targets: ["Acquisition"]),
         .library(name: "SensorTagEmulator", targets: ["SensorTagEmulator"]),
         .library(name: "Publishing", targets: ["Publishing"]),
+        // For the tests and the benchmark rig (Benchmarks/), not for the daemon.
+        .library(name: "ChildProcesses", targets: ["ChildProcesses"]),
     ],
     targets: [
         .target(
@@ -88,9 +90,16 @@ let package = Package(
             name: "CollectordTests",
             dependencies: ["collectord", "TestSupport"]
         ),
-        // Child processes, ports and directories for the broker and daemon tests.
+        // Child processes with a clean signal state, tools and free ports; Foundation-free, so
+        // the benchmark's probe shares it.
+        .target(
+            name: "ChildProcesses",
+            path: "Tests/ChildProcesses"
+        ),
+        // ChildProcesses plus temporary directories, for the broker and daemon tests.
         .target(
             name: "TestSupport",
+            dependencies: ["ChildProcesses"],
             path: "Tests/TestSupport"
         ),
     ],

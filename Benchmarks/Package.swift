@@ -78,6 +78,7 @@ let package = Package(
                 .product(name: "Reactor", package: "collectord"),
                 .product(name: "Acquisition", package: "collectord"),
                 .product(name: "Publishing", package: "collectord"),
+                .product(name: "ChildProcesses", package: "collectord"),
                 .product(name: "SensorTagEmulator", package: "collectord"),
             ]
         ),
@@ -92,7 +93,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "PublishProbe",
-            dependencies: ["PublishRig", "NotificationRig"]
+            dependencies: ["PublishRig", "NotificationRig", .product(name: "ChildProcesses", package: "collectord")]
         ),
         .executableTarget(
             name: "BenchmarkReport",

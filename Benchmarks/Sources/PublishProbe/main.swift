@@ -21,6 +21,7 @@
 // N divided by the difference in N: process start-up, the broker connection and the GATT setup
 // cancel out.
 
+import ChildProcesses
 import NotificationRig
 import PublishRig
 
@@ -99,18 +100,18 @@ func run(_ name: String, _ n: Int) -> PublishRig {
 
 /// `mosquitto_sub` on the rig's broker, its output in a file: every message on the tag's topics.
 final class Subscriber {
-    let pid: pid_t
+    let process: ChildProcess
     let path: String
 
     init(port: Int, count: Int, directory: String) throws {
-        guard let sub = findExecutable("mosquitto_sub") else { throw BrokerError(description: "mosquitto_sub not found: apt install mosquitto-clients") }
-        guard let stdbuf = findExecutable("stdbuf") else { throw BrokerError(description: "stdbuf not found (coreutils)") }
+        let sub = try findTool("mosquitto_sub", package: "mosquitto-clients")
+        let stdbuf = try findTool("stdbuf", package: "coreutils")
         path = "\(directory)/subscriber.out"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         guard fd >= 0 else { throw BrokerError(description: "cannot write \(path)") }
         defer { close(fd) }
         // -d prints "Subscribed (mid: …)" once the subscription is acknowledged.
-        pid = try spawn(stdbuf, ["-oL", sub, "-d", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", "collectord/bench/#",
+        process = try ChildProcess(stdbuf, ["-oL", sub, "-d", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", "collectord/bench/#",
                                  "-C", "\(count)", "-W", "60", "-F", "%t %p"], stdout: fd)
     }
 
@@ -137,12 +138,9 @@ final class Subscriber {
 
     /// Waits up to 20 s for it to exit (it does after `count` messages).
     func waitForExit() -> Bool {
-        var status: Int32 = 0
-        for _ in 0..<2000 {
-            if waitpid(pid, &status, WNOHANG) == pid { return true }
-            usleep(10_000)
-        }
-        terminate(pid)
+        for _ in 0..<2000 where process.isRunning { usleep(10_000) }
+        if !process.isRunning { return true }
+        process.stop(gracefully: true)
         return false
     }
 }
@@ -179,7 +177,7 @@ func check() -> Bool {
             continue
         }
         guard subscriber.waitUntilSubscribed() else {
-            terminate(subscriber.pid)
+            subscriber.process.stop(gracefully: true)
             print("\(c.name): the subscriber did not subscribe within 5 s")
             failed += 1
             continue

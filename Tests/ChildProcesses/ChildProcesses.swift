@@ -1,7 +1,8 @@
-// What the broker and daemon tests share: free loopback ports, temporary directories, tools looked
-// up on the system, and child processes started with a clean signal state.
+// Child processes started with a clean signal state, tools looked up on the system, and free
+// loopback ports: what the broker and daemon tests (through TestSupport) and the benchmark rig
+// share. Standard library and Glibc only, so that the benchmark's measured probe, which keeps
+// Foundation out, can use it too.
 
-import Foundation
 import Glibc
 
 public enum SpawnError: Error, CustomStringConvertible {
@@ -22,12 +23,6 @@ public func findTool(_ name: String, package: String) throws -> String {
         if access(path, X_OK) == 0 { return path }
     }
     throw SpawnError.missingTool(name, package: package)
-}
-
-public func makeTemporaryDirectory(_ name: String) throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-\(name)-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
 }
 
 /// A loopback port nobody listens on right now.
