@@ -84,7 +84,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PublishingTests",
-            dependencies: ["Publishing", "Profiles", "Reactor", "TestSupport"]
+            dependencies: ["Publishing", "Profiles", "Reactor", "CMosquitto", "TestSupport"]
         ),
         .testTarget(
             name: "CollectordTests",

@@ -106,10 +106,12 @@ extension Spool {
             while n >= 8 {
                 let one = UInt32(littleEndian: p.loadUnaligned(as: UInt32.self)) ^ c
                 let two = UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-                c = t[7 * 256 + Int(one & 0xFF)] ^ t[6 * 256 + Int((one >> 8) & 0xFF)]
-                    ^ t[5 * 256 + Int((one >> 16) & 0xFF)] ^ t[4 * 256 + Int(one >> 24)]
-                    ^ t[3 * 256 + Int(two & 0xFF)] ^ t[2 * 256 + Int((two >> 8) & 0xFF)]
-                    ^ t[1 * 256 + Int((two >> 16) & 0xFF)] ^ t[Int(two >> 24)]
+                // Four typed halves: Swift 6.2 gives up type-checking the eight-term expression.
+                let a: UInt32 = t[7 * 256 + Int(one & 0xFF)] ^ t[6 * 256 + Int((one >> 8) & 0xFF)]
+                let b: UInt32 = t[5 * 256 + Int((one >> 16) & 0xFF)] ^ t[4 * 256 + Int(one >> 24)]
+                let d: UInt32 = t[3 * 256 + Int(two & 0xFF)] ^ t[2 * 256 + Int((two >> 8) & 0xFF)]
+                let e: UInt32 = t[1 * 256 + Int((two >> 16) & 0xFF)] ^ t[Int(two >> 24)]
+                c = a ^ b ^ d ^ e
                 p += 8
                 n -= 8
             }

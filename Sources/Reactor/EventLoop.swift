@@ -227,7 +227,7 @@ public final class EventLoop {
     }
 
     private func poll(timeout: Int32) -> Int {
-        let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress, Int32($0.count), timeout) }
+        let n = events.withUnsafeMutableBufferPointer { epoll_wait(epfd, $0.baseAddress!, Int32($0.count), timeout) }
         guard n > 0 else { return 0 }
         wakeups += 1
         for i in 0..<Int(n) {

@@ -503,7 +503,8 @@ public final class SensorTagEmulator {
         guard let bearer, !faults.silent, let c = table.clientConfigurationHandle(of: handle),
               table[c]?.value == [0x01, 0x00] else { return }
         let value = table[handle]!.value
-        var pdu = [ATTOpcode.handleValueNotification.rawValue] + le16(handle) + value.prefix(server.mtu - 3)
+        var pdu = [ATTOpcode.handleValueNotification.rawValue] + le16(handle)
+        pdu += value.prefix(server.mtu - 3)
         switch faults.malformedNotifications {
         case nil: break
         case .truncated?: pdu = Array(pdu.prefix(2))
