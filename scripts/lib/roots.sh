@@ -154,3 +154,39 @@ roots_prepared() {
   roots_say "$name root ready in $((SECONDS - t)) s ($(du -sh "$dir" | cut -f1))"
   printf '%s\n' "$dir"
 }
+
+# Debian's Swift toolchain (swiftlang, Debian unstable; its compiler needs glibc 2.42, so an
+# unstable root) with the aarch64 Swift resources of exactly its version, from the arm64 package
+# unpacked without installing: the static runtime and modules (lib/swift_static) and clang's
+# headers, about 220 MB of its 2.6 GB.
+roots_arm64_swift_resources() {
+  local root=$1
+  roots_run "$root" -- sh -ec '
+    v=$(dpkg-query -W -f="\${Version}" swiftlang)
+    dpkg --add-architecture arm64
+    apt-get update -qq
+    cd /tmp && rm -f swiftlang_*_arm64.deb
+    apt-get download "swiftlang:arm64=$v"
+    rm -rf /opt/arm64-swift && mkdir -p /opt/arm64-swift
+    dpkg-deb --fsys-tarfile swiftlang_*_arm64.deb \
+      | tar -x -C /opt/arm64-swift ./usr/libexec/swift/lib/swift_static ./usr/libexec/swift/lib/clang
+    rm -f swiftlang_*_arm64.deb
+    echo "$v" > /opt/arm64-swift/VERSION'
+}
+
+roots_toolchain() {
+  roots_prepared toolchain-sid sid amd64 \
+    swiftlang lld pkg-config libbluetooth-dev libmosquitto-dev mosquitto mosquitto-clients ca-certificates procps \
+    -- roots_arm64_swift_resources
+}
+
+# The Debian 13 arm64 root that is the cross-compiler's sysroot (its -dev packages installed by
+# apt) and where the arm64 package is made natively, under emulation.
+roots_arm64_build() {
+  roots_prepared trixie-arm64-build trixie arm64 \
+    libc6-dev libstdc++-14-dev libgcc-14-dev libbluetooth-dev libmosquitto-dev \
+    dpkg-dev debhelper scdoc pkg-config binutils file
+}
+
+# Scripts that run steps in child shells (scripts/test-deb) need these there too.
+export -f $(declare -F | awk '$3 ~ /^roots_/ {print $3}')

@@ -1,0 +1,196 @@
+# Step 6 of scripts/test-deb (sourced there; uses its step, check and variables): the package
+# of $arch installed the way a Raspberry Pi owner gets it, on Debian 13 (trixie, what current
+# Raspberry Pi OS is based on), in a clean root of that architecture (arm64 runs under QEMU):
+#   - a signed apt repository made by scripts/build-repo, served over HTTP on the loopback;
+#   - added with /etc/apt/keyrings + a deb822 .sources file with Signed-By; apt install;
+#   - check-config on the shipped file; `collectord decode` on the test vectors;
+#   - `collectord run --emulated-tags` against Debian 13's mosquitto, the readings checked;
+#   - a newer version added to the repository: apt upgrade keeps a modified conffile; purge.
+
+rsuite=trixie
+rroot="$work/root-$rsuite-$arch"
+rrepo="$work/repo"
+rgnupg="$work/repo-gnupg"
+export rsuite rroot rrepo rgnupg
+
+# rin_root [--user NAME] COMMAND...: COMMAND in the Debian 13 root.
+rin_root() {
+  local user=()
+  if [ "$1" = --user ]; then user=(--user "$2"); shift 2; fi
+  roots_run "$rroot" "${user[@]}" -- "$@"
+}
+# serve_repo: an HTTP server for the repository on a free loopback port (the root shares the
+# network); prints the port. stop_serving ends it.
+serve_repo() {
+  stop_serving
+  local port; port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 -m http.server --bind 127.0.0.1 --directory "$rrepo" "$port" > "$work/repo-http.log" 2>&1 &
+  echo $! > "$work/repo-http.pid"
+  local i
+  for i in $(seq 1 100); do
+    python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && { echo "$port"; return 0; }
+    sleep 0.1
+  done
+  echo "the repository's HTTP server did not start" >&2; return 1
+}
+stop_serving() { [ -f "$work/repo-http.pid" ] && kill "$(cat "$work/repo-http.pid")" 2>/dev/null; rm -f "$work/repo-http.pid"; true; }
+# point_apt_at PORT: the .sources file a user writes, with this run's port.
+point_apt_at() {
+  sed "s|^URIs: .*|URIs: http://127.0.0.1:$1/|" "$rrepo/collectord.sources" > "$rroot/etc/apt/sources.list.d/collectord.sources"
+}
+export -f rin_root serve_repo stop_serving point_apt_at
+
+# The packages of every architecture built so far go in, as a published repository would hold.
+repo_v1() {
+  rm -rf "$rrepo" "$rgnupg"
+  local debs=() d
+  for d in "$out"/collectord_"$version"_*.deb; do debs+=("$d"); done
+  scripts/build-repo --repo "$rrepo" --gnupghome "$rgnupg" "${debs[@]}" || return 1
+  local ok=0
+  check "InRelease verifies with the exported key (gpgv)" \
+    gpgv --keyring "$rrepo/collectord-archive-keyring.gpg" "$rrepo/dists/stable/InRelease" || ok=1
+  check "Release.gpg verifies with the exported key (gpgv)" \
+    gpgv --keyring "$rrepo/collectord-archive-keyring.gpg" "$rrepo/dists/stable/Release.gpg" "$rrepo/dists/stable/Release" || ok=1
+  check "Packages for $arch lists collectord $version" \
+    grep -qx "Version: $version" "$rrepo/dists/stable/main/binary-$arch/Packages" || ok=1
+  echo "     architectures: $(sed -n 's/^Architectures: //p' "$rrepo/dists/stable/Release")"
+  check "a Release that names the signing digest SHA256 (apt refuses SHA1)" grep -q '^SHA256:' "$rrepo/dists/stable/Release" || ok=1
+  return $ok
+}
+export -f repo_v1
+step "signed apt repository (scripts/build-repo) with collectord $version" 300 repo_v1 || finish
+
+rroot_make() {
+  local base; base=$(roots_base "$rsuite" "$arch") || return 1
+  roots_unpack "$base" "$rroot" || return 1
+  echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' > "$rroot/etc/apt/apt.conf.d/99keep-debs"
+  mkdir -p "$cache/apt-archives-$rsuite-$arch"
+  cp -a "$cache/apt-archives-$rsuite-$arch/." "$rroot/var/cache/apt/archives/" 2>/dev/null || true
+  local ok=0
+  check "Debian 13 root: $(cat "$rroot/etc/debian_version"), $(rin_root dpkg --print-architecture), glibc $(rin_root dpkg-query -W -f='${Version}' libc6)" \
+    sh -c "rin_root dpkg --print-architecture | grep -qx '$arch' && grep -q '^13' '$rroot/etc/debian_version'" || ok=1
+  check "collectord, libbluetooth3, libmosquitto1 not installed yet" \
+    sh -c "! rin_root dpkg-query -W collectord libbluetooth3 libmosquitto1 >/dev/null 2>&1" || ok=1
+  return $ok
+}
+export -f rroot_make
+step "clean Debian 13 $arch root (debootstrap --variant=minbase, cached)" 1800 rroot_make || finish
+
+rinstall() {
+  local port; port=$(serve_repo) || return 1
+  # What a user does: the key into /etc/apt/keyrings, the .sources file, apt update, install.
+  mkdir -p "$rroot/etc/apt/keyrings"
+  cp "$rrepo/collectord-archive-keyring.gpg" "$rroot/etc/apt/keyrings/"
+  point_apt_at "$port"
+  sed 's/^/     /' "$rroot/etc/apt/sources.list.d/collectord.sources"
+  local ok=0 t=$SECONDS
+  rin_root apt-get update -q 2>&1 | grep -E 'collectord|^[EW]:' | sed 's/^/     /'
+  rin_root apt-get install -y -q collectord 2>&1 | grep -E 'collectord|^[EW]:|Setting up' | tail -n 12 | sed 's/^/     /'
+  echo "     apt update + install: $((SECONDS - t)) s"
+  cp -a "$rroot/var/cache/apt/archives/"*.deb "$cache/apt-archives-$rsuite-$arch/" 2>/dev/null || true
+  check "collectord $version installed from the repository" \
+    sh -c "[ \"\$(rin_root dpkg-query -W -f='\${Status} \${Version}' collectord)\" = 'install ok installed $version' ]" || ok=1
+  check "apt-cache policy: the version comes from 127.0.0.1:$port" \
+    sh -c "rin_root apt-cache policy collectord | grep -A1 '\\*\\*\\* $version' | grep -q '127.0.0.1:$port'" || ok=1
+  check "dependencies from Debian 13: libbluetooth3 libmosquitto1 procps" rin_root dpkg-query -W libbluetooth3 libmosquitto1 procps || ok=1
+  check "system user collectord, /etc/collectord.conf root:collectord 640, unit enabled" \
+    sh -c "rin_root getent passwd collectord >/dev/null && [ \"\$(rin_root stat -c '%U:%G %a' /etc/collectord.conf)\" = 'root:collectord 640' ] && test -L '$rroot/etc/systemd/system/multi-user.target.wants/collectord.service'" || ok=1
+  local v; v=$(rin_root --user collectord /usr/bin/collectord version 2>&1)
+  printf '%s\n' "$v" | sed 's/^/     /'
+  check "collectord version runs (as user collectord)" sh -c 'printf "%s\n" "$1" | head -1 | grep -q "^collectord [0-9]"' _ "$v" || ok=1
+  # The signature is what apt trusts: with another key named in Signed-By, apt refuses it.
+  sed -i 's|^Signed-By: .*|Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg|' "$rroot/etc/apt/sources.list.d/collectord.sources"
+  check "apt refuses the repository when Signed-By names another key" \
+    sh -c "! rin_root apt-get update -q >/dev/null 2>&1" || ok=1
+  point_apt_at "$port"
+  stop_serving
+  return $ok
+}
+export -f rinstall
+step "Debian 13 $arch: apt install collectord from the signed repository" 1200 rinstall || finish
+
+rcheck_config() {
+  rin_root --user collectord /usr/bin/collectord check-config --config /etc/collectord.conf
+}
+export -f rcheck_config
+step "Debian 13 $arch: collectord check-config on the shipped /etc/collectord.conf" 120 rcheck_config
+
+rdecode() {
+  python3 scripts/lib/check-output.py decode-script Tests/vectors/decode.txt > "$rroot/tmp/decode.sh" || return 1
+  rin_root --user collectord sh /tmp/decode.sh > "$work/decode-$arch.out" 2>&1
+  python3 scripts/lib/check-output.py decode-check Tests/vectors/decode.txt "$work/decode-$arch.out"
+}
+export -f rdecode
+step "Debian 13 $arch: collectord decode gives the test vectors' values" 300 rdecode
+
+# The daemon as the collectord user against Debian 13's mosquitto, two emulated tags (a CC2650
+# and a CC2541): 120 messages, then the readings are checked on the host.
+rstream() {
+  rin_root apt-get install -y -q mosquitto mosquitto-clients 2>&1 | tail -n 2 | sed 's/^/     /'
+  cp -a "$rroot/var/cache/apt/archives/"*.deb "$cache/apt-archives-$rsuite-$arch/" 2>/dev/null || true
+  local port; port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  mkdir -p "$rroot/tmp/stream"
+  printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" > "$rroot/tmp/stream/mosquitto.conf"
+  printf '[mqtt]\nbrokers = ["127.0.0.1:%s"]\nclient_id = "pkgtest"\n[spool]\npath = "/tmp/stream/spool"\n[[tag]]\nname = "kitchen"\naddress = "00:AA:01:01:00:01"\nmodel = "cc2650"\n[[tag]]\nname = "garage"\naddress = "00:AA:01:02:00:02"\nmodel = "cc2541"\n' "$port" > "$rroot/tmp/stream/collectord.conf"
+  rm -f "$rroot/tmp/stream/readings.txt"
+  rin_root sh -c '
+    cd /tmp/stream && chown -R collectord:collectord /tmp/stream
+    mosquitto -c mosquitto.conf > mosquitto.log 2>&1 & broker=$!
+    # The broker is up when a client can connect.
+    for i in $(seq 1 200); do mosquitto_pub -h 127.0.0.1 -p "$1" -t probe -n 2>/dev/null && break; sleep 0.1; done
+    runuser -u collectord -- collectord run --config collectord.conf --emulated-tags > daemon.log 2>&1 & daemon=$!
+    mosquitto_sub -h 127.0.0.1 -p "$1" -v -t "collectord/#" -C 120 -W 180 > readings.txt; rc=$?
+    kill -TERM "$daemon"; wait "$daemon"; echo "daemon stopped with status $?"
+    kill "$broker"; wait "$broker" 2>/dev/null
+    echo "mosquitto_sub status $rc, $(wc -l < readings.txt) messages"
+    exit $rc' sh "$port" | sed 's/^/     /'
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || { echo "     the last lines of the daemon's log:"; tail -n 20 "$rroot/tmp/stream/daemon.log" | sed 's/^/     /'; return 1; }
+  python3 scripts/lib/check-output.py readings "$rroot/tmp/stream/readings.txt" kitchen=cc2650 garage=cc2541
+}
+export -f rstream
+step "Debian 13 $arch: collectord run --emulated-tags publishes the right readings to mosquitto" 600 rstream
+
+rupgrade() {
+  if [ ! -f "$deb2" ]; then
+    scripts/build-deb --arch "$arch" --version "$upgrade_version" --conf-note "changed in $upgrade_version (scripts/test-deb)" >/dev/null \
+      && test -f "$deb2" || return 1
+  fi
+  scripts/build-repo --repo "$rrepo" --gnupghome "$rgnupg" "$deb2" || return 1
+  printf '# local change (scripts/test-deb)\n' >> "$rroot/etc/collectord.conf"
+  local before; before=$(sha256sum < "$rroot/etc/collectord.conf")
+  local port; port=$(serve_repo) || return 1
+  point_apt_at "$port"
+  rin_root apt-get update -q 2>&1 | grep -E 'collectord|^[EW]:' | sed 's/^/     /'
+  check "apt sees $upgrade_version as an upgrade" sh -c "rin_root apt list --upgradable 2>/dev/null | grep -q 'collectord/stable $upgrade_version'"
+  # The admin changed the file and so did the package: keep the admin's (the default answer).
+  rin_root apt-get upgrade -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold 2>&1 \
+    | grep -E 'collectord|^[EW]:' | tail -n 8 | sed 's/^/     /'
+  stop_serving
+  local ok=0
+  check "collectord $upgrade_version installed by apt upgrade" \
+    sh -c "[ \"\$(rin_root dpkg-query -W -f='\${Version}' collectord)\" = '$upgrade_version' ]" || ok=1
+  check "modified /etc/collectord.conf kept" [ "$(sha256sum < "$rroot/etc/collectord.conf")" = "$before" ] || ok=1
+  check "the new default is beside it as /etc/collectord.conf.dpkg-dist" \
+    grep -q "changed in $upgrade_version" "$rroot/etc/collectord.conf.dpkg-dist" || ok=1
+  check "unit still enabled" test -L "$rroot/etc/systemd/system/multi-user.target.wants/collectord.service" || ok=1
+  return $ok
+}
+export -f rupgrade
+step "Debian 13 $arch: a newer version in the repository; apt upgrade keeps the modified conffile" 3600 rupgrade
+
+rpurge() {
+  rin_root apt-get purge -y -q collectord 2>&1 | tail -n 3 | sed 's/^/     /'
+  local ok=0
+  check "purge: package gone" sh -c "! rin_root dpkg-query -W -f='\${Status}' collectord 2>/dev/null | grep -q ' installed\\| config-files'" || ok=1
+  check "purge: /usr/bin/collectord and /etc/collectord.conf removed" \
+    sh -c "test ! -e '$rroot/usr/bin/collectord' && test ! -e '$rroot/etc/collectord.conf'" || ok=1
+  check "purge: unit enablement symlink removed" test ! -L "$rroot/etc/systemd/system/multi-user.target.wants/collectord.service" || ok=1
+  return $ok
+}
+export -f rpurge
+step "Debian 13 $arch: apt purge" 600 rpurge
+
+rdelete() { stop_serving; roots_remove "$rroot"; }
+export -f rdelete
+step "delete the Debian 13 test root" 120 rdelete
