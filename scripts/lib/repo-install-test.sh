@@ -68,9 +68,9 @@ rroot_make() {
   cp -a "$cache/apt-archives-$rsuite-$arch/." "$rroot/var/cache/apt/archives/" 2>/dev/null || true
   local ok=0
   check "Debian 13 root: $(cat "$rroot/etc/debian_version"), $(rin_root dpkg --print-architecture), glibc $(rin_root dpkg-query -W -f='${Version}' libc6)" \
-    sh -c "rin_root dpkg --print-architecture | grep -qx '$arch' && grep -q '^13' '$rroot/etc/debian_version'" || ok=1
+    bash -c "rin_root dpkg --print-architecture | grep -qx '$arch' && grep -q '^13' '$rroot/etc/debian_version'" || ok=1
   check "collectord, libbluetooth3, libmosquitto1 not installed yet" \
-    sh -c "! rin_root dpkg-query -W collectord libbluetooth3 libmosquitto1 >/dev/null 2>&1" || ok=1
+    bash -c "! rin_root dpkg-query -W collectord libbluetooth3 libmosquitto1 >/dev/null 2>&1" || ok=1
   return $ok
 }
 export -f rroot_make
@@ -89,20 +89,25 @@ rinstall() {
   echo "     apt update + install: $((SECONDS - t)) s"
   cp -a "$rroot/var/cache/apt/archives/"*.deb "$cache/apt-archives-$rsuite-$arch/" 2>/dev/null || true
   check "collectord $version installed from the repository" \
-    sh -c "[ \"\$(rin_root dpkg-query -W -f='\${Status} \${Version}' collectord)\" = 'install ok installed $version' ]" || ok=1
+    bash -c "[ \"\$(rin_root dpkg-query -W -f='\${Status} \${Version}' collectord)\" = 'install ok installed $version' ]" || ok=1
   check "apt-cache policy: the version comes from 127.0.0.1:$port" \
-    sh -c "rin_root apt-cache policy collectord | grep -A1 '\\*\\*\\* $version' | grep -q '127.0.0.1:$port'" || ok=1
+    bash -c "rin_root apt-cache policy collectord | grep -A1 '\\*\\*\\* $version' | grep -q '127.0.0.1:$port'" || ok=1
   check "dependencies from Debian 13: libbluetooth3 libmosquitto1 procps" rin_root dpkg-query -W libbluetooth3 libmosquitto1 procps || ok=1
   check "system user collectord, /etc/collectord.conf root:collectord 640, unit enabled" \
-    sh -c "rin_root getent passwd collectord >/dev/null && [ \"\$(rin_root stat -c '%U:%G %a' /etc/collectord.conf)\" = 'root:collectord 640' ] && test -L '$rroot/etc/systemd/system/multi-user.target.wants/collectord.service'" || ok=1
+    bash -c "rin_root getent passwd collectord >/dev/null && [ \"\$(rin_root stat -c '%U:%G %a' /etc/collectord.conf)\" = 'root:collectord 640' ] && test -L '$rroot/etc/systemd/system/multi-user.target.wants/collectord.service'" || ok=1
   local v; v=$(rin_root --user collectord /usr/bin/collectord version 2>&1)
   printf '%s\n' "$v" | sed 's/^/     /'
-  check "collectord version runs (as user collectord)" sh -c 'printf "%s\n" "$1" | head -1 | grep -q "^collectord [0-9]"' _ "$v" || ok=1
-  # The signature is what apt trusts: with another key named in Signed-By, apt refuses it.
+  check "collectord version runs (as user collectord)" bash -c 'printf "%s\n" "$1" | head -1 | grep -q "^collectord [0-9]"' _ "$v" || ok=1
+  # The signature is what apt trusts: with another key named in Signed-By (and no index files
+  # from before, which apt would otherwise keep using), apt refuses the repository.
   sed -i 's|^Signed-By: .*|Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg|' "$rroot/etc/apt/sources.list.d/collectord.sources"
+  rm -f "$rroot"/var/lib/apt/lists/127.0.0.1_*
+  local refused; refused=$(rin_root apt-get update -q 2>&1); local urc=$?
+  printf '%s\n' "$refused" | grep -E '^(E|W):' | head -n 3 | sed 's/^/     /'
   check "apt refuses the repository when Signed-By names another key" \
-    sh -c "! rin_root apt-get update -q >/dev/null 2>&1" || ok=1
+    bash -c "[ $urc -ne 0 ] && ! rin_root apt-cache policy collectord | grep -q '127.0.0.1:$port/ stable'" || ok=1
   point_apt_at "$port"
+  rin_root apt-get update -q >/dev/null 2>&1 || ok=1
   stop_serving
   return $ok
 }
@@ -162,14 +167,14 @@ rupgrade() {
   local port; port=$(serve_repo) || return 1
   point_apt_at "$port"
   rin_root apt-get update -q 2>&1 | grep -E 'collectord|^[EW]:' | sed 's/^/     /'
-  check "apt sees $upgrade_version as an upgrade" sh -c "rin_root apt list --upgradable 2>/dev/null | grep -q 'collectord/stable $upgrade_version'"
+  check "apt sees $upgrade_version as an upgrade" bash -c "rin_root apt list --upgradable 2>/dev/null | grep -q 'collectord/stable $upgrade_version'"
   # The admin changed the file and so did the package: keep the admin's (the default answer).
   rin_root apt-get upgrade -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold 2>&1 \
     | grep -E 'collectord|^[EW]:' | tail -n 8 | sed 's/^/     /'
   stop_serving
   local ok=0
   check "collectord $upgrade_version installed by apt upgrade" \
-    sh -c "[ \"\$(rin_root dpkg-query -W -f='\${Version}' collectord)\" = '$upgrade_version' ]" || ok=1
+    bash -c "[ \"\$(rin_root dpkg-query -W -f='\${Version}' collectord)\" = '$upgrade_version' ]" || ok=1
   check "modified /etc/collectord.conf kept" [ "$(sha256sum < "$rroot/etc/collectord.conf")" = "$before" ] || ok=1
   check "the new default is beside it as /etc/collectord.conf.dpkg-dist" \
     grep -q "changed in $upgrade_version" "$rroot/etc/collectord.conf.dpkg-dist" || ok=1
@@ -182,9 +187,9 @@ step "Debian 13 $arch: a newer version in the repository; apt upgrade keeps the 
 rpurge() {
   rin_root apt-get purge -y -q collectord 2>&1 | tail -n 3 | sed 's/^/     /'
   local ok=0
-  check "purge: package gone" sh -c "! rin_root dpkg-query -W -f='\${Status}' collectord 2>/dev/null | grep -q ' installed\\| config-files'" || ok=1
+  check "purge: package gone" bash -c "! rin_root dpkg-query -W -f='\${Status}' collectord 2>/dev/null | grep -q ' installed\\| config-files'" || ok=1
   check "purge: /usr/bin/collectord and /etc/collectord.conf removed" \
-    sh -c "test ! -e '$rroot/usr/bin/collectord' && test ! -e '$rroot/etc/collectord.conf'" || ok=1
+    bash -c "test ! -e '$rroot/usr/bin/collectord' && test ! -e '$rroot/etc/collectord.conf'" || ok=1
   check "purge: unit enablement symlink removed" test ! -L "$rroot/etc/systemd/system/multi-user.target.wants/collectord.service" || ok=1
   return $ok
 }
