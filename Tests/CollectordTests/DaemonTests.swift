@@ -88,7 +88,13 @@ final class Subscriber: @unchecked Sendable {
 
     /// `session`: a persistent QoS 1 session under that client id, so nothing published while the
     /// subscriber (or the broker) is away is lost to it.
+    private let port: Int
+    private let probeTopic: String
+
     init(port: Int, topic: String = "collectord/#", session: String? = nil) throws {
+        self.port = port
+        // A topic the subscription matches and no reading uses.
+        probeTopic = (topic.hasSuffix("#") ? String(topic.dropLast()) : "collectord/") + "subscriber-probe"
         process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
         var args = ["-h", "127.0.0.1", "-p", "\(port)", "-v", "-t", topic, "-q", "1"]
         if let session { args += ["-c", "-i", session] }
@@ -101,16 +107,42 @@ final class Subscriber: @unchecked Sendable {
             self.lock.lock(); self.data.append(chunk); self.lock.unlock()
         }
         try process.run()
-        usleep(200_000)  // subscribed before anything is published
+        try waitUntilSubscribed()
     }
+
+    /// Subscribed once a probe published to the broker comes back through the subscription:
+    /// mosquitto_sub says nothing when its SUBACK arrives.
+    private func waitUntilSubscribed() throws {
+        let pub = try findTool("mosquitto_pub", package: "mosquitto-clients")
+        let ready = waitUntil(seconds: 20) {
+            guard process.isRunning else { return true }
+            if let probe = try? ChildProcess(pub, ["-h", "127.0.0.1", "-p", "\(port)", "-t", probeTopic, "-m", "probe"]) {
+                _ = waitUntil(seconds: 5) { !probe.isRunning }
+            }
+            return waitUntil(seconds: 0.2) { raw.contains(probeTopic) }
+        }
+        guard ready, process.isRunning else { throw SubscriberError.notSubscribed(topic: probeTopic) }
+    }
+
+    enum SubscriberError: Error { case notSubscribed(topic: String) }
+
+    private var raw: String { lock.lock(); defer { lock.unlock() }; return String(decoding: data, as: UTF8.self) }
 
     var lines: [(topic: String, payload: String)] {
         lock.lock(); defer { lock.unlock() }
         return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line -> (topic: String, payload: String)? in
             let parts = line.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2 else { return nil }
+            guard parts.count == 2, parts[0] != probeTopic else { return nil }
             return (String(parts[0]), String(parts[1]))
         }
+    }
+
+    /// Sequence numbers of one tag's sensor ("kitchen/humidity") received so far.
+    func seqs(_ key: String) -> [Int] { sequences(lines)[key] ?? [] }
+
+    /// Waits until `condition` holds for what has arrived; false after `seconds`.
+    func waitFor(seconds: Double = 30, _ condition: (Subscriber) -> Bool) -> Bool {
+        waitUntil(seconds: seconds) { condition(self) }
     }
 
     func stop() {
@@ -166,13 +198,22 @@ final class DaemonProcess: @unchecked Sendable {
     var log: String { lock.lock(); defer { lock.unlock() }; return String(decoding: err, as: UTF8.self) }
 
     /// Polls the log until `text` appears `count` times; false after `seconds`.
-    func waitForLog(_ text: String, count: Int, seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if log.components(separatedBy: text).count - 1 >= count { return true }
-            usleep(50_000)
+    func waitForLog(_ text: String, count: Int = 1, seconds: Double = 30) -> Bool {
+        waitUntil(seconds: seconds) { log.components(separatedBy: text).count - 1 >= count }
+    }
+
+    /// How many records for `topic` the spool's segment files hold (appended, not yet compacted
+    /// away): the readings the daemon kept while the broker was away.
+    func spooled(_ topic: String) -> Int {
+        let spool = directory.appendingPathComponent("spool")
+        let needle = Data(topic.utf8)
+        var count = 0
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: spool.path)) ?? [] {
+            guard let data = FileManager.default.contents(atPath: spool.appendingPathComponent(name).path) else { continue }
+            var range = data.startIndex..<data.endIndex
+            while let found = data.range(of: needle, in: range) { count += 1; range = found.upperBound..<data.endIndex }
         }
-        return false
+        return count
     }
     var pid: Int32 { process?.processIdentifier ?? 0 }
 
@@ -195,7 +236,16 @@ final class DaemonProcess: @unchecked Sendable {
     }
 }
 
-func wait(_ seconds: Double) { usleep(useconds_t(seconds * 1_000_000)) }
+/// Polls `condition` every 50 ms until it holds; false after `seconds`. The timeouts given are
+/// generous: they bound a failing test, a passing one takes only as long as the condition.
+func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    repeat {
+        if condition() { return true }
+        usleep(50_000)
+    } while Date() < deadline
+    return condition()
+}
 
 func config(port: Int, extraBrokers: [Int] = [], tags: String) -> String {
     let brokers = (extraBrokers + [port]).map { "\"127.0.0.1:\($0)\"" }.joined(separator: ", ")
@@ -279,21 +329,23 @@ func gapFree(_ seqs: [Int]) -> Bool {
         let sub = try Subscriber(port: broker.port, topic: "#")
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
         try daemon.start()
-        wait(5)
+        let expected = ["kitchen/temperature", "kitchen/humidity", "kitchen/barometer", "kitchen/movement", "kitchen/light",
+                        "garage/temperature", "garage/accelerometer", "garage/humidity", "garage/magnetometer",
+                        "garage/barometer", "garage/gyroscope"]
+        // The CC2541 magnetometer's default period is 2 s; the others' 1 s or less.
+        func enough(_ key: String) -> Int { key.hasSuffix("magnetometer") ? 1 : 3 }
+        #expect(sub.waitFor { s in expected.allSatisfy { s.seqs($0).count >= enough($0) } }, "every sensor streams")
         let (seconds, status) = daemon.stop()
-        wait(0.3)
+        // The last will is not used on a clean stop: the daemon publishes offline itself.
+        #expect(sub.waitFor(seconds: 10) { $0.lines.last { $0.topic == "collectord/test/status" }?.payload == "offline" })
         sub.stop()
         #expect(status == 0)
         #expect(seconds < 2, "a clean stop within 2 s")
         let lines = sub.lines
         let seqs = sequences(lines)
-        let expected = ["kitchen/temperature", "kitchen/humidity", "kitchen/barometer", "kitchen/movement", "kitchen/light",
-                        "garage/temperature", "garage/accelerometer", "garage/humidity", "garage/magnetometer",
-                        "garage/barometer", "garage/gyroscope"]
         for key in expected {
             let s = seqs[key] ?? []
-            // The CC2541 magnetometer's default period is 2 s; the others' 1 s or less.
-            #expect(s.count >= (key.hasSuffix("magnetometer") ? 1 : 3), "\(key): \(s)")
+            #expect(s.count >= enough(key), "\(key): \(s)")
             #expect(gapFree(s), "\(key): \(s)")
         }
         for r in lines.compactMap(Published.init) {
@@ -329,19 +381,25 @@ func gapFree(_ seqs: [Int]) -> Bool {
         let before = try Subscriber(port: broker.port, session: "outage-sub")
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
         try daemon.start()
-        wait(2.5)
+        #expect(before.waitFor { $0.seqs("kitchen/humidity").count >= 3 }, "readings before the outage")
         // The subscriber goes away with the broker and comes back only after the daemon has
         // replayed its spool: what it gets then, the broker kept for its session across the restart.
         before.stop()
         try broker.stop()
-        wait(3)  // readings go to the spool
+        let humidity = "collectord/kitchen/humidity"
+        let spooledBefore = daemon.spooled(humidity)
+        #expect(waitUntil(seconds: 30) { daemon.spooled(humidity) >= spooledBefore + 3 }, "readings go to the spool")
         try broker.start()
-        #expect(daemon.waitForLog("mqtt: connected to", count: 2, seconds: 15), "the daemon reconnects")
-        wait(1)  // the spool is replayed into the broker, which queues it for the absent subscriber
+        #expect(daemon.waitForLog("mqtt: connected to", count: 2), "the daemon reconnects")
+        // The spool is replayed in order before anything newer, so once a reading made after the
+        // reconnect reaches a fresh observer, the broker holds the whole replay for the session.
+        let observer = try Subscriber(port: broker.port)
+        #expect(observer.waitFor { !$0.seqs("kitchen/humidity").isEmpty }, "readings flow after the replay")
+        observer.stop()
         let sub = try Subscriber(port: broker.port, session: "outage-sub")
-        wait(1.5)
+        #expect(sub.waitFor { ($0.seqs("kitchen/humidity").max() ?? 0) >= 8 }, "the session's queue, then live readings")
         daemon.stop()
-        wait(0.5)
+        #expect(sub.waitFor(seconds: 10) { $0.lines.last { $0.topic == "collectord/test/status" }?.payload == "offline" })
         sub.stop()
         let seqs = sequences(before.lines + sub.lines)
         #expect(daemon.log.contains("connection to 127.0.0.1:\(broker.port) lost"))
@@ -362,18 +420,26 @@ func gapFree(_ seqs: [Int]) -> Bool {
         try broker.stop()
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
         try daemon.start()
-        wait(3)
+        let movement = "collectord/kitchen/movement"
+        #expect(waitUntil(seconds: 30) { daemon.spooled(movement) >= 3 }, "the first daemon spools")
         daemon.stop(SIGKILL)  // no clean shutdown: the spool must survive on its own
+        let spooledByTheFirst = daemon.spooled(movement)
         try daemon.start()
-        wait(2)
+        #expect(waitUntil(seconds: 30) { daemon.spooled(movement) >= spooledByTheFirst + 2 }, "the second daemon spools")
         try broker.start()
         // Again the subscriber returns only after the replay, so the broker must have kept its session.
-        #expect(daemon.waitForLog("mqtt: connected to", count: 1, seconds: 15), "the daemon reconnects")
-        wait(1)
+        #expect(daemon.waitForLog("mqtt: connected to", count: 1), "the daemon reconnects")
+        let observer = try Subscriber(port: broker.port)
+        #expect(observer.waitFor { !$0.seqs("kitchen/movement").isEmpty }, "readings flow after the replay")
+        observer.stop()
         let sub = try Subscriber(port: broker.port, session: "restart-sub")
-        wait(3)
+        // Both runs: the killed daemon's from 0, then the second's from 0 past what it spooled.
+        #expect(sub.waitFor { s in
+            let k = s.seqs("kitchen/movement")
+            return k.filter { $0 == 0 }.count >= 2 && k.count >= 5 && (k.last ?? 0) >= 3
+        }, "the killed daemon's readings and the second's")
         daemon.stop()
-        wait(0.5)
+        #expect(sub.waitFor(seconds: 10) { $0.lines.last { $0.topic == "collectord/test/status" }?.payload == "offline" })
         sub.stop()
         let seqs = sequences(sub.lines)
         let kitchen = seqs["kitchen/movement"] ?? []
@@ -391,7 +457,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
         let sub = try Subscriber(port: broker.port)
         let daemon = try DaemonProcess(config: config(port: broker.port, extraBrokers: [dead], tags: twoTags))
         try daemon.start()
-        wait(3)
+        #expect(sub.waitFor { !$0.seqs("kitchen/humidity").isEmpty }, "readings through the second broker")
         daemon.stop()
         sub.stop()
         #expect(daemon.log.contains("cannot connect to 127.0.0.1:\(dead)"))
@@ -410,11 +476,11 @@ func gapFree(_ seqs: [Int]) -> Bool {
             """
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly))
         try daemon.start()
-        wait(2.5)
+        #expect(sub.waitFor { !$0.seqs("kitchen/humidity").isEmpty }, "the kitchen streams")
         // An invalid file is rejected; the kitchen keeps streaming.
         try daemon.write(config: config(port: broker.port, tags: kitchenOnly) + "\nbogus = 1\n")
         daemon.signal(SIGHUP)
-        wait(1)
+        #expect(daemon.waitForLog("the running configuration stays in force"))
         #expect(daemon.log.contains("unknown key \"bogus\""))
         #expect(daemon.log.contains("the running configuration stays in force"))
         // The garage replaces the kitchen.
@@ -427,7 +493,9 @@ func gapFree(_ seqs: [Int]) -> Bool {
         try daemon.write(config: config(port: broker.port, tags: garageOnly))
         let before = sequences(sub.lines)["kitchen/humidity"]?.count ?? 0
         daemon.signal(SIGHUP)
-        wait(3)
+        #expect(sub.waitFor { s in
+            !s.seqs("garage/humidity").isEmpty && s.lines.last { $0.topic == "collectord/kitchen/availability" }?.payload == "(null)"
+        }, "the garage streams and the kitchen's availability is cleared")
         daemon.stop()
         sub.stop()
         let lines = sub.lines
@@ -466,13 +534,13 @@ func gapFree(_ seqs: [Int]) -> Bool {
             }
         }
         try daemon.start(environment: ["NOTIFY_SOCKET": socketPath, "WATCHDOG_USEC": "400000"])
-        wait(1.5)
-        let started = drain()
+        var started: [String] = []
+        #expect(waitUntil(seconds: 20) { started += drain(); return started.filter { $0 == "WATCHDOG=1" }.count >= 3 },
+                "pings every 200 ms: \(started)")
         #expect(started.first?.hasPrefix("READY=1") == true, "\(started)")
-        #expect(started.filter { $0 == "WATCHDOG=1" }.count >= 3, "pings every 200 ms: \(started)")
         daemon.signal(SIGHUP)
-        wait(0.5)
-        let reloaded = drain().filter { $0 != "WATCHDOG=1" }
+        var reloaded: [String] = []
+        #expect(waitUntil(seconds: 20) { reloaded += drain().filter { $0 != "WATCHDOG=1" }; return reloaded.count >= 2 })
         #expect(reloaded.prefix(2) == ["RELOADING=1", "READY=1"], "\(reloaded)")
         let (seconds, status) = daemon.stop()
         #expect(status == 0 && seconds < 2)
@@ -482,8 +550,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
     @Test func invalidConfigurationIsRefusedAtStartWithExit78() throws {
         let daemon = try DaemonProcess(config: "[mqtt]\nqos = 7\n")
         try daemon.start()
-        var waited = 0.0
-        while daemon.log.isEmpty && waited < 5 { wait(0.1); waited += 0.1 }
+        #expect(waitUntil(seconds: 20) { !daemon.log.isEmpty })
         let (_, status) = daemon.stop(0)  // already exiting: wait for it
         #expect(status == 78)
         #expect(daemon.log.contains("\(daemon.configPath):2: mqtt: qos must be 0, 1 or 2 (got 7)"))
