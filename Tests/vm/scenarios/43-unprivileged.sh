@@ -28,12 +28,17 @@ start daemon setpriv --reuid=65534 --regid=65534 --clear-groups \
   --inh-caps=+net_raw,+net_admin --ambient-caps=+net_raw,+net_admin \
   "$COLLECTORD" run --config "$CONF"
 pid=$(< "$OUT/daemon.pid")
-# setpriv execs collectord in the same process: check who it runs as.
-nap 0.5
+# setpriv execs collectord in the same process: check who it runs as, once the exec is done
+# (the name is collectord and the status file was read whole), waiting up to 20 s for that.
 uid="" capeff="" name=""
-while IFS=$'\t ' read -r k v _; do
-  case $k in Name:) name=$v ;; Uid:) uid=$v ;; CapEff:) capeff=$v ;; esac
-done < "/proc/$pid/status" || { cat "$OUT/daemon.log"; fail "the daemon is not running"; }
+for _ in $(seq 1 200); do
+  uid="" capeff="" name=""
+  while IFS=$'\t ' read -r k v _; do
+    case $k in Name:) name=$v ;; Uid:) uid=$v ;; CapEff:) capeff=$v ;; esac
+  done < "/proc/$pid/status" || { cat "$OUT/daemon.log"; fail "the daemon is not running"; }
+  [ "$name" = collectord ] && [ -n "$uid" ] && [ -n "$capeff" ] && break
+  nap 0.1
+done
 log "daemon process: name $name, uid $uid, CapEff $capeff"
 [ "$name" = collectord ] || fail "pid $pid is $name, not collectord"
 [ "$uid" = 65534 ] || fail "the daemon runs as uid $uid"
