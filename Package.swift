@@ -3,6 +3,8 @@ import PackageDescription
 
 // Layering (see docs/architecture.md):
 //   Profiles     pure GATT profiles and zero-copy serde; standard library only, no I/O
+//   Model        the values several layers share: addresses, tag and sensor configuration,
+//                backoff, log level, broker, default paths; standard library only
 //   Reactor      the one epoll event loop that owns every descriptor and timer
 //   Acquisition  Bluetooth: HCI, L2CAP/ATT bearer, GATT client, supervision; knows nothing of MQTT
 //   Configuration /etc/collectord.conf: parsing and validation with file:line errors
@@ -15,6 +17,7 @@ let package = Package(
     products: [
         .executable(name: "collectord", targets: ["collectord"]),
         .library(name: "Profiles", targets: ["Profiles"]),
+        .library(name: "Model", targets: ["Model"]),
         .library(name: "Reactor", targets: ["Reactor"]),
         .library(name: "Acquisition", targets: ["Acquisition"]),
         .library(name: "SensorTagEmulator", targets: ["SensorTagEmulator"]),
@@ -28,12 +31,16 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
         ),
         .target(
+            name: "Model",
+            dependencies: ["Profiles"]
+        ),
+        .target(
             name: "Reactor",
-            dependencies: ["CLinux"]
+            dependencies: ["Model", "CLinux"]
         ),
         .target(
             name: "Acquisition",
-            dependencies: ["Profiles", "Reactor", "CLinux", "CBlueZ"]
+            dependencies: ["Profiles", "Model", "Reactor", "CLinux", "CBlueZ"]
         ),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(
@@ -52,16 +59,17 @@ let package = Package(
         ),
         .target(
             name: "Configuration",
-            dependencies: ["Profiles", "Acquisition"]
+            dependencies: ["Profiles", "Model"]
         ),
         .target(
             name: "Publishing",
-            dependencies: ["Profiles", "Reactor", "CMosquitto"]
+            dependencies: ["Profiles", "Model", "Reactor", "CMosquitto"]
         ),
         .executableTarget(
             name: "collectord",
             dependencies: [
                 "Profiles",
+                "Model",
                 "Acquisition",
                 "SensorTagEmulator",
                 "Configuration",
@@ -79,7 +87,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ConfigurationTests",
-            dependencies: ["Configuration", "Profiles", "Acquisition"],
+            dependencies: ["Configuration", "Profiles", "Model"],
             exclude: ["Corpus"]
         ),
         .testTarget(

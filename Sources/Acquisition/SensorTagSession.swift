@@ -7,48 +7,6 @@
 
 import Profiles
 
-/// What the configuration asks of one sensor.
-public struct SensorConfiguration: Sendable, Hashable {
-    public var sensor: Sensor
-    /// nil keeps the firmware's default period.
-    public var periodMilliseconds: Int?
-    /// CC2650 movement range (bits 8–9 of its config).
-    public var movementRange: CC2650.AccelerometerRange
-    /// CC2541 accelerometer range on firmware 1.5 (firmware ≤ 1.4 is fixed at ±2 g).
-    public var cc2541AccelerometerRange: CC2541.AccelerometerRange
-
-    public init(_ sensor: Sensor, periodMilliseconds: Int? = nil, movementRange: CC2650.AccelerometerRange = .g8,
-                cc2541AccelerometerRange: CC2541.AccelerometerRange = .g8) {
-        self.sensor = sensor
-        self.periodMilliseconds = periodMilliseconds
-        self.movementRange = movementRange
-        self.cc2541AccelerometerRange = cc2541AccelerometerRange
-    }
-}
-
-/// A tag as the configuration names it.
-public struct TagConfiguration: Sendable, Hashable {
-    public var name: String
-    public var address: BluetoothAddress
-    /// nil: identify from the services present.
-    public var model: Model?
-    public var sensors: [SensorConfiguration]
-    /// Constants the spec makes configurable.
-    public var tmp006S0: Double
-    public var magnetometerScale: Double
-
-    public init(name: String, address: BluetoothAddress, model: Model? = nil, sensors: [SensorConfiguration],
-                tmp006S0: Double = CC2541.IRTemperature.defaultS0,
-                magnetometerScale: Double = CC2650.Movement.defaultMagnetometerScale) {
-        self.name = name
-        self.address = address
-        self.model = model
-        self.sensors = sensors
-        self.tmp006S0 = tmp006S0
-        self.magnetometerScale = magnetometerScale
-    }
-}
-
 /// Per-sensor counters, kept across reconnects by the supervisor.
 public struct SensorCounters: Sendable, Equatable {
     public var notifications: UInt64 = 0
@@ -69,11 +27,6 @@ public protocol SensorTagSessionDelegate: AnyObject {
     func session(_ session: SensorTagSession, didEndWith reason: SessionEnd)
     /// Something worth a log line (setup steps, refused writes, decode errors).
     func session(_ session: SensorTagSession, log level: LogLevel, _ message: String)
-}
-
-public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
-    case error = 3, warning = 4, notice = 5, info = 6, debug = 7
-    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// Why a session ended.

@@ -2,7 +2,7 @@
 // the default the shipped etc/collectord.conf documents; `DaemonConfiguration()` is a configuration
 // with no file at all.
 
-import Acquisition
+import Model
 import Profiles
 
 public struct DaemonConfiguration: Sendable, Equatable {
@@ -28,7 +28,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
 
     public struct MQTT: Sendable, Equatable {
         /// Tried in order.
-        public var brokers: [Broker] = [Broker(host: "localhost", port: Broker.defaultPort)]
+        public var brokers: [MQTTBroker] = [MQTTBroker(host: "localhost")]
         public var clientID: String = DaemonConfiguration.defaultClientID
         public var keepaliveSeconds: Int = 30
         public var qos: QoS = .atLeastOnce
@@ -64,30 +64,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public init() {}
     }
 
-    /// An MQTT broker: "host", "host:port", "[v6]:port".
-    public struct Broker: Sendable, Hashable, CustomStringConvertible {
-        public var host: String
-        public var port: Int
-
-        public static let defaultPort = 1883
-        public static let defaultTLSPort = 8883
-
-        public init(host: String, port: Int) {
-            self.host = host
-            self.port = port
-        }
-
-        /// "host:1883", "[::1]:1883".
-        public var description: String {
-            host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        }
-    }
-
     // MARK: Spool and Home Assistant
 
     public struct Spool: Sendable, Equatable {
         /// Readings wait here while no broker is reachable.
-        public var path: String = "/var/lib/collectord/spool"
+        public var path: String = DefaultPaths.spool
         public var maxMegabytes: Int = 64
 
         public var maxBytes: Int { maxMegabytes * 1024 * 1024 }

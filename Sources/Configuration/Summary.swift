@@ -1,6 +1,6 @@
 // What `collectord check-config` prints for a valid configuration, and what a SIGHUP reload changes.
 
-import Acquisition
+import Model
 import Profiles
 
 extension DaemonConfiguration {

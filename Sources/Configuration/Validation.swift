@@ -2,7 +2,7 @@
 // and reports every problem, each on its own line with the line it is on; a configuration is only
 // produced when there are none.
 
-import Acquisition
+import Model
 import Profiles
 
 extension DaemonConfiguration {
@@ -278,14 +278,14 @@ struct Validator {
         checkKeys(t, allowed: Schema.mqtt, scope)
 
         m.tls = tls(table(t, "tls", scope) ?? TOMLTable())
-        let defaultPort = m.tls.enabled ? DaemonConfiguration.Broker.defaultTLSPort : DaemonConfiguration.Broker.defaultPort
-        m.brokers = [DaemonConfiguration.Broker(host: "localhost", port: defaultPort)]
+        let defaultPort = m.tls.enabled ? MQTTBroker.defaultTLSPort : MQTTBroker.defaultPort
+        m.brokers = [MQTTBroker(host: "localhost", port: defaultPort)]
         if let v = value(t, "brokers", .array, scope), let items = v.array {
             if items.isEmpty {
                 report(v.line, scope.context, "brokers must list at least one broker")
             } else {
-                var brokers: [DaemonConfiguration.Broker] = []
-                var seen: [DaemonConfiguration.Broker: Int] = [:]
+                var brokers: [MQTTBroker] = []
+                var seen: [MQTTBroker: Int] = [:]
                 for item in items {
                     guard let s = item.string else {
                         report(item.line, scope.context, "brokers must be strings like \"host:1883\" (got \(item.typeAndValue))")
@@ -587,7 +587,7 @@ struct Validator {
 // MARK: - Brokers
 
 /// "host", "host:port", "[v6]" or "[v6]:port".
-func parseBroker(_ s: String, defaultPort: Int) -> Result<DaemonConfiguration.Broker, BrokerProblem> {
+func parseBroker(_ s: String, defaultPort: Int) -> Result<MQTTBroker, BrokerProblem> {
     if s.isEmpty { return .failure(.init("is empty")) }
     // Not s.contains("://"): String.contains(String) comes from _StringProcessing, and this one
     // call would link that and the regex parser (1 MB) into the executable.
@@ -631,7 +631,7 @@ func parseBroker(_ s: String, defaultPort: Int) -> Result<DaemonConfiguration.Br
         guard (1...65535).contains(p) else { return .failure(.init("port must be 1..65535 (got \(p))")) }
         port = p
     }
-    return .success(DaemonConfiguration.Broker(host: String(host), port: port))
+    return .success(MQTTBroker(host: String(host), port: port))
 }
 
 struct BrokerProblem: Error, CustomStringConvertible {

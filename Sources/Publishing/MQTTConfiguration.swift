@@ -3,20 +3,6 @@
 
 import Reactor
 
-/// One broker endpoint.
-public struct MQTTBroker: Sendable, Hashable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
-
-    public init(host: String, port: Int = 1883) {
-        self.host = host
-        self.port = port
-    }
-
-    /// "host:port", with IPv6 literals in brackets.
-    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-}
-
 /// Username and password. The password never appears in `description`, `debugDescription` or a
 /// mirror (so neither `print`, string interpolation nor `dump` can leak it).
 public struct MQTTCredentials: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {

@@ -158,10 +158,6 @@ public struct PublisherStatistics: Sendable, Equatable {
     public var connectedBroker: MQTTBroker?
 }
 
-public enum MQTTLogLevel: Sendable, Equatable {
-    case debug, info, notice, warning, error
-}
-
 public protocol MQTTPublisherDelegate: AnyObject {
     /// A connection state change (see `MQTTConnectionEvent`).
     func publisher(_ publisher: MQTTPublisher, didReport event: MQTTConnectionEvent)
@@ -171,13 +167,13 @@ public protocol MQTTPublisherDelegate: AnyObject {
     /// below the limit after a publish was refused for it. A spool drains from here.
     func publisherIsReady(_ publisher: MQTTPublisher)
     /// libmosquitto's own log lines while connecting or disconnecting (never credentials).
-    func publisher(_ publisher: MQTTPublisher, log level: MQTTLogLevel, message: String)
+    func publisher(_ publisher: MQTTPublisher, log level: LogLevel, message: String)
 }
 
 extension MQTTPublisherDelegate {
     public func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) {}
     public func publisherIsReady(_ publisher: MQTTPublisher) {}
-    public func publisher(_ publisher: MQTTPublisher, log level: MQTTLogLevel, message: String) {}
+    public func publisher(_ publisher: MQTTPublisher, log level: LogLevel, message: String) {}
 }
 
 // MARK: - libmosquitto constants
@@ -666,7 +662,7 @@ public final class MQTTPublisher {
     }
 
     fileprivate func libraryLog(_ level: Int32, _ message: String) {
-        let mapped: MQTTLogLevel
+        let mapped: LogLevel
         switch level {
         case MOSQ_LOG_ERR: mapped = .error
         case MOSQ_LOG_WARNING: mapped = .warning

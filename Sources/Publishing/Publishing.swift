@@ -9,3 +9,6 @@
 //                           TLS, last will, non-blocking publish with a spool/hand-off outcome
 //
 // Standard library and Glibc only: Foundation would pull ICU into the daemon (platform notes).
+
+// The broker, log level and default paths are the shared Model's; clients of Publishing name them.
+@_exported import Model

@@ -117,7 +117,7 @@ public struct SpooledMessage {
 
 public final class Spool {
     /// Where collectord keeps its spool unless configured otherwise.
-    public static let defaultDirectory = "/var/lib/collectord/spool"
+    public static let defaultDirectory = DefaultPaths.spool
 
     /// When appended records are forced to stable storage. See the discussion at the top of
     /// Spool.swift.

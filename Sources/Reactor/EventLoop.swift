@@ -11,6 +11,7 @@
 import Glibc
 import CLinux
 #endif
+import Model
 
 /// A point on the monotonic clock, in nanoseconds.
 public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
@@ -27,18 +28,6 @@ public struct Instant: Comparable, Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(nanoseconds / 1_000_000)ms" }
-}
-
-extension Duration {
-    /// Whole nanoseconds, saturating.
-    public var nanosecondsClamped: Int64 {
-        let (s, atto) = components
-        let (ns, overflow) = s.multipliedReportingOverflow(by: 1_000_000_000)
-        if overflow { return s < 0 ? .min : .max }
-        return ns &+ atto / 1_000_000_000
-    }
-
-    public var milliseconds: Int64 { nanosecondsClamped / 1_000_000 }
 }
 
 /// Where the loop gets the time from. The system clock reads CLOCK_MONOTONIC; tests use

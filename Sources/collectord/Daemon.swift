@@ -50,7 +50,7 @@ final class Daemon: TagSupervisorDelegate {
         }
         fleet.backoff = configuration.reconnect
         fleet.delegate = self
-        Log.threshold = Log.Level(rawValue: configuration.logLevel.rawValue) ?? .info
+        Log.threshold = configuration.logLevel
         publication.onEvent = { [weak self] event in self?.mqttEvent(event) }
         fleet.onAdapterChange = { [weak self] up, message in
             if up { Log.notice("bluetooth: \(message)") } else { Log.warning("bluetooth: \(message)") }
@@ -120,7 +120,7 @@ final class Daemon: TagSupervisorDelegate {
             Log.notice("reload: \(path) unchanged")
             return
         }
-        Log.threshold = Log.Level(rawValue: new.logLevel.rawValue) ?? .info
+        Log.threshold = new.logLevel
         if diff.adapterChanged || diff.reconnectChanged {
             Log.warning("reload: adapter and reconnect settings take effect at the next restart")
         }
@@ -252,6 +252,6 @@ final class Daemon: TagSupervisorDelegate {
     }
 
     func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {
-        Log.write(Log.Level(rawValue: level.rawValue) ?? .info) { "\(s.tag.name): \(message)" }
+        Log.write(level) { "\(s.tag.name): \(message)" }
     }
 }

@@ -1,29 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Model
 
 /// Log lines on stderr with sd-daemon(3) priority prefixes (`<3>` … `<7>`), which journald turns
 /// into real priorities, so `journalctl -p warning -u collectord` works. One write(2) per line.
 /// Secrets never reach it: the configuration keeps passwords in a type that does not print them.
 enum Log {
-    enum Level: Int, Comparable, CaseIterable {
-        case error = 3, warning = 4, notice = 5, info = 6, debug = 7
-
-        init?(name: String) {
-            switch name {
-            case "error": self = .error
-            case "warning": self = .warning
-            case "notice": self = .notice
-            case "info": self = .info
-            case "debug": self = .debug
-            default: return nil
-            }
-        }
-
-        static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
-    }
-
-    nonisolated(unsafe) static var threshold: Level = .info
+    nonisolated(unsafe) static var threshold: LogLevel = .info
 
     static func error(_ message: @autoclosure () -> String) { write(.error, message) }
     static func warning(_ message: @autoclosure () -> String) { write(.warning, message) }
@@ -31,7 +15,7 @@ enum Log {
     static func info(_ message: @autoclosure () -> String) { write(.info, message) }
     static func debug(_ message: @autoclosure () -> String) { write(.debug, message) }
 
-    static func write(_ level: Level, _ message: () -> String) {
+    static func write(_ level: LogLevel, _ message: () -> String) {
         guard level <= threshold else { return }
         var line = "<\(level.rawValue)>" + message()
         line.append("\n")

@@ -64,7 +64,7 @@ final class Publication: MQTTPublisherDelegate {
                           verifyPeer: c.mqtt.tls.verify)
         }
         return MQTTPublisherConfiguration(
-            brokers: c.mqtt.brokers.map { MQTTBroker(host: $0.host, port: $0.port) },
+            brokers: c.mqtt.brokers,
             clientID: c.mqtt.clientID, topicPrefix: c.mqtt.topicPrefix,
             keepalive: .seconds(c.mqtt.keepaliveSeconds), cleanSession: c.mqtt.cleanSession,
             credentials: c.mqtt.username.map { MQTTCredentials(username: $0, password: c.mqtt.password?.revealed) },
@@ -177,14 +177,8 @@ final class Publication: MQTTPublisherDelegate {
 
     func publisherIsReady(_ publisher: MQTTPublisher) { outbox.drain() }
 
-    func publisher(_ publisher: MQTTPublisher, log level: MQTTLogLevel, message: String) {
-        switch level {
-        case .error: Log.error("mqtt: \(message)")
-        case .warning: Log.warning("mqtt: \(message)")
-        case .notice: Log.notice("mqtt: \(message)")
-        case .info: Log.info("mqtt: \(message)")
-        case .debug: Log.debug("mqtt: \(message)")
-        }
+    func publisher(_ publisher: MQTTPublisher, log level: LogLevel, message: String) {
+        Log.write(level) { "mqtt: \(message)" }
     }
 
     /// Clean stop: every tag offline, then the publisher's own `offline` and disconnect.

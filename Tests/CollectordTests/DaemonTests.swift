@@ -93,8 +93,8 @@ final class Subscriber: @unchecked Sendable {
 
     init(port: Int, topic: String = "collectord/#", session: String? = nil) throws {
         self.port = port
-        // A topic the subscription matches and no reading uses.
-        probeTopic = (topic.hasSuffix("#") ? String(topic.dropLast()) : "collectord/") + "subscriber-probe"
+        // A topic the subscription matches (no reading uses it when the filter has a wildcard).
+        probeTopic = topic.hasSuffix("#") ? String(topic.dropLast()) + "subscriber-probe" : topic
         process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
         var args = ["-h", "127.0.0.1", "-p", "\(port)", "-v", "-t", topic, "-q", "1"]
         if let session { args += ["-c", "-i", session] }
@@ -116,15 +116,18 @@ final class Subscriber: @unchecked Sendable {
         let pub = try findTool("mosquitto_pub", package: "mosquitto-clients")
         let ready = waitUntil(seconds: 20) {
             guard process.isRunning else { return true }
-            if let probe = try? ChildProcess(pub, ["-h", "127.0.0.1", "-p", "\(port)", "-t", probeTopic, "-m", "probe"]) {
+            if let probe = try? ChildProcess(pub, ["-h", "127.0.0.1", "-p", "\(port)", "-t", probeTopic, "-m", Self.probe]) {
                 _ = waitUntil(seconds: 5) { !probe.isRunning }
             }
-            return waitUntil(seconds: 0.2) { raw.contains(probeTopic) }
+            return waitUntil(seconds: 0.2) { raw.contains(Self.probe) }
         }
         guard ready, process.isRunning else { throw SubscriberError.notSubscribed(topic: probeTopic) }
     }
 
     enum SubscriberError: Error { case notSubscribed(topic: String) }
+
+    /// The probe's payload, which no test publishes; `lines` leaves it out.
+    static let probe = "collectord-test-subscriber-probe"
 
     private var raw: String { lock.lock(); defer { lock.unlock() }; return String(decoding: data, as: UTF8.self) }
 
@@ -132,7 +135,7 @@ final class Subscriber: @unchecked Sendable {
         lock.lock(); defer { lock.unlock() }
         return String(decoding: data, as: UTF8.self).split(separator: "\n").compactMap { line -> (topic: String, payload: String)? in
             let parts = line.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, parts[0] != probeTopic else { return nil }
+            guard parts.count == 2, parts[1] != Self.probe else { return nil }
             return (String(parts[0]), String(parts[1]))
         }
     }

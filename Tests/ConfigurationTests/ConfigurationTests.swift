@@ -1,7 +1,7 @@
 // The schema: defaults, the mapping to Acquisition's types, the checks, did-you-mean, the shipped
 // file, the summary and the reload diff.
 
-import Acquisition
+import Model
 import Profiles
 import Testing
 @testable import Configuration
@@ -16,7 +16,7 @@ private let cellar = BluetoothAddress("54:6C:0E:53:00:01")!
         #expect(c.adapter == "hci0")
         #expect(c.logLevel == .info)
         #expect(c.statsIntervalSeconds == 60)
-        #expect(c.mqtt.brokers == [DaemonConfiguration.Broker(host: "localhost", port: 1883)])
+        #expect(c.mqtt.brokers == [MQTTBroker(host: "localhost", port: 1883)])
         #expect(c.mqtt.clientID == "collectord-" + (hostName() ?? "localhost"))
         #expect(c.mqtt.clientID.hasPrefix("collectord-"))
         #expect(c.mqtt.keepaliveSeconds == 30)
@@ -192,7 +192,7 @@ private let cellar = BluetoothAddress("54:6C:0E:53:00:01")!
             ca_file = ""
             """))
         #expect(c.mqtt.tls.caFile == nil)
-        #expect(c.mqtt.brokers == [DaemonConfiguration.Broker(host: "localhost", port: 8883)])
+        #expect(c.mqtt.brokers == [MQTTBroker(host: "localhost", port: 8883)])
     }
 
     @Test func passwordFileWithCRLFAndRelativePath() throws {

@@ -247,7 +247,7 @@ final class Recorder: MQTTPublisherDelegate {
         readyCount += 1
         onReady?(publisher)
     }
-    func publisher(_ publisher: MQTTPublisher, log level: MQTTLogLevel, message: String) { logs.append(message) }
+    func publisher(_ publisher: MQTTPublisher, log level: LogLevel, message: String) { logs.append(message) }
 
     func count(_ name: String) -> Int { events.filter { $0.name == name }.count }
     var failures: [MQTTError] { events.compactMap(\.reason) }

@@ -1,6 +1,5 @@
-// Bluetooth device addresses as the configuration, the command line and HCI events carry them.
-// The GATT client, HCI scanning and connection supervision of this module arrive with issue #3;
-// the address type is here first because the configuration and `collectord scan` name tags by it.
+// Bluetooth device addresses as the configuration, the command line and HCI events carry them:
+// the configuration and `collectord scan` name tags by address, Acquisition connects to them.
 
 /// A 48-bit Bluetooth device address with its LE address type.
 public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
