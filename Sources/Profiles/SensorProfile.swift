@@ -305,19 +305,3 @@ extension CharacteristicProfile {
         self.init(name: type.name, uuid: type.uuid, properties: type.properties, role: type.role, initialValue: type.initialValue)
     }
 }
-
-extension ProfileRegistry {
-    /// Every service a CC2541 SensorTag exposes that collectord knows.
-    public static let cc2541 = ProfileRegistry(
-        services: SensorProfile.cc2541.filter { $0.sensor != .keys }.map(\.service)
-            + [SimpleKeys.profile, DeviceInformation.profile])
-
-    /// Every service a CC2650 / CC1350 SensorTag exposes that collectord knows.
-    public static let cc2650 = ProfileRegistry(
-        services: SensorProfile.cc2650.filter { $0.sensor != .keys && $0.sensor != .battery }.map(\.service)
-            + [SimpleKeys.profile, Battery.profile, DeviceInformation.profile])
-
-    public static func forModel(_ model: Model) -> ProfileRegistry {
-        model.generation == .cc2541 ? cc2541 : cc2650
-    }
-}

@@ -1,7 +1,7 @@
 import Profiles
 import Testing
 
-// The runtime profiles: the per-model registries against the spec's service tables, period limits
+// The runtime profiles: the per-model service tables against the spec's, period limits
 // and encoding, config values to write, firmware revision parsing, and the "no data yet" rule.
 
 /// One characteristic of the spec's tables: its UUID, what it is for and its properties.
@@ -57,19 +57,45 @@ struct SpecService: Sendable, CustomTestStringConvertible {
     ]
 }
 
-@Suite struct RegistryTests {
+/// The services a tag of `model` serves, as the emulator builds its attribute table and the client
+/// looks characteristics up: every sensor's service, and Device Information. The two generations
+/// reuse UUIDs with different layouts (AA01 is a TMP006 on the CC2541 and a TMP007 on the CC2650),
+/// so a lookup by UUID is only meaningful within one model.
+struct ModelServices: CustomTestStringConvertible {
+    let services: [ServiceProfile]
+
+    init(_ model: Model) {
+        services = SensorProfile.all(for: model).map(\.service) + [DeviceInformation.profile]
+    }
+
+    func service(_ uuid: GATTUUID) -> ServiceProfile? { services.first { $0.uuid == uuid } }
+
+    /// The characteristic with this UUID and the service that holds it.
+    func characteristic(_ uuid: GATTUUID) -> (service: ServiceProfile, characteristic: CharacteristicProfile)? {
+        for service in services {
+            if let c = service.characteristic(uuid) { return (service, c) }
+        }
+        return nil
+    }
+
+    /// Keeps failure messages short: Swift Testing would otherwise print every service.
+    var testDescription: String { "ModelServices(\(services.count) services)" }
+}
+
+@Suite struct ServiceTableTests {
     static let models: [(Model, [SpecService])] = [(.cc2541, SpecService.cc2541), (.cc2650, SpecService.cc2650), (.cc1350, SpecService.cc2650)]
 
     @Test(arguments: models)
-    func registryMatchesTheSpecTables(_ model: Model, _ spec: [SpecService]) throws {
-        let registry = ProfileRegistry.forModel(model)
-        #expect(registry.services.map(\.uuid).sorted() == spec.map(\.uuid).sorted())
+    func servicesMatchTheSpecTables(_ model: Model, _ spec: [SpecService]) throws {
+        let served = ModelServices(model)
+        #expect(served.services.map(\.uuid).sorted() == spec.map(\.uuid).sorted())
+        #expect(Set(served.services.map(\.uuid)).count == served.services.count, "a service listed twice")
         for service in spec {
-            let lookedUp = registry.service(service.uuid)
+            let lookedUp = served.service(service.uuid)
             let found = try #require(lookedUp, "\(service.uuid)")
             #expect(found.characteristics.map(\.uuid).sorted() == service.characteristics.map(\.uuid).sorted(), "\(service.uuid)")
             for c in service.characteristics {
-                let lookup = registry.characteristic(c.uuid)
+                let lookup = served.characteristic(c.uuid)
                 let hit = try #require(lookup, "\(c.uuid)")
                 #expect(hit.service.uuid == service.uuid, "\(c.uuid)")
                 #expect(hit.characteristic.role == c.role, "\(c.uuid)")
@@ -80,15 +106,15 @@ struct SpecService: Sendable, CustomTestStringConvertible {
     }
 
     @Test func namedLookups() throws {
-        let cc2650 = ProfileRegistry.cc2650, cc2541 = ProfileRegistry.cc2541
+        let cc2650 = ModelServices(.cc2650), cc2541 = ModelServices(.cc2541)
         #expect(cc2650.characteristic(.ti(0xAA81))?.service.uuid == .ti(0xAA80))
         #expect(cc2650.characteristic(.ti(0xAA81))?.service.name.description == "CC2650 Movement (MPU-9250)")
-        for registry in [cc2541, cc2650] {
-            #expect(registry.characteristic(.sig(0xFFE1))?.service.uuid == .sig(0xFFE0))
-            #expect(registry.characteristic(.sig(0x2A26))?.service.uuid == .sig(0x180A))
-            #expect(registry.characteristic(.ti(0xAA44))?.characteristic.role == .period)
-            #expect(registry.characteristic(.ti(0xAA44))?.service.uuid == .ti(0xAA40))
-            #expect(registry.service(.ti(0xAA40))?.tag.description == "TI SensorTag")
+        for served in [cc2541, cc2650] {
+            #expect(served.characteristic(.sig(0xFFE1))?.service.uuid == .sig(0xFFE0))
+            #expect(served.characteristic(.sig(0x2A26))?.service.uuid == .sig(0x180A))
+            #expect(served.characteristic(.ti(0xAA44))?.characteristic.role == .period)
+            #expect(served.characteristic(.ti(0xAA44))?.service.uuid == .ti(0xAA40))
+            #expect(served.service(.ti(0xAA40))?.tag.description == "TI SensorTag")
         }
         #expect(cc2650.characteristic(.sig(0x2A19))?.service.uuid == .sig(0x180F))
         #expect(cc2541.characteristic(.sig(0x2A19)) == nil)
@@ -103,12 +129,12 @@ struct SpecService: Sendable, CustomTestStringConvertible {
         #expect(cc2650.characteristic(.ti(0xAA01))?.characteristic.name.description == "CC2650 IR Temperature Data")
     }
 
-    /// Every characteristic a registry lists is in the catalog with the same name and initial
+    /// Every characteristic a model serves is in the catalog with the same name and initial
     /// value, and that initial value decodes through its own type.
     @Test(arguments: Model.allCases)
     func initialValuesDecodeThroughTheirTypes(_ model: Model) throws {
         let codecs = Catalog.forModel(model)
-        for service in ProfileRegistry.forModel(model).services {
+        for service in ModelServices(model).services {
             for c in service.characteristics {
                 let match = codecs.first { $0.uuid == c.uuid }
                 let codec = try #require(match, "\(c.uuid) not in the catalog")

@@ -124,8 +124,3 @@ func payload(count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded
 func expectNoFailures(_ failures: [String], sourceLocation: SourceLocation = #_sourceLocation) {
     #expect(failures.count == 0, "\(failures.count) failures, first: \(failures.prefix(3))", sourceLocation: sourceLocation)
 }
-
-/// Keeps failure messages short: Swift Testing would otherwise print every service and index.
-extension ProfileRegistry: CustomTestStringConvertible {
-    public var testDescription: String { "ProfileRegistry(\(services.count) services)" }
-}
