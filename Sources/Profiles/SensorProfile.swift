@@ -101,15 +101,6 @@ public struct SensorProfile: Sendable {
         }
     }
 
-    /// The config value that switches the sensor off.
-    public var disableValue: ConfigValue? {
-        switch layout {
-        case .cc2650Movement: return .word(0)
-        case .cc2541Test, .keys, .battery, .cc2650IO: return nil
-        default: return .byte(0)
-        }
-    }
-
     /// Decodes one payload, exactly as received, into a reading. Allocation-free.
     public func decode(_ payload: borrowing RawSpan, settings: SensorSettings = SensorSettings()) throws(DecodeError) -> Reading {
         var r = Reading(sensor, raw: payload)

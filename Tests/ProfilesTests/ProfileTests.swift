@@ -263,52 +263,48 @@ struct ConfigSpec: Sendable, CustomTestStringConvertible {
     let sensor: Sensor
     let settings: SensorSettings
     let enable: [UInt8]?
-    let disable: [UInt8]?
     var testDescription: String { "\(model) \(sensor) enable \(enable.map(hexString) ?? "-")" }
 
-    init(_ model: Model, _ sensor: Sensor, settings: SensorSettings = SensorSettings(), _ enable: String?, _ disable: String?) {
+    init(_ model: Model, _ sensor: Sensor, settings: SensorSettings = SensorSettings(), _ enable: String?) {
         self.model = model
         self.sensor = sensor
         self.settings = settings
         self.enable = enable.map(hex)
-        self.disable = disable.map(hex)
     }
 
     static let all: [ConfigSpec] = [
-        ConfigSpec(.cc2541, .temperature, "01", "00"),
-        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .legacy2g), "01", "00"),
-        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g8), "01", "00"),   // 2.2
-        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g4), "02", "00"),
-        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g2), "03", "00"),
-        ConfigSpec(.cc2541, .humidity, "01", "00"),
-        ConfigSpec(.cc2541, .magnetometer, "01", "00"),
-        ConfigSpec(.cc2541, .barometer, "01", "00"),
-        ConfigSpec(.cc2541, .gyroscope, "07", "00"),                                                               // 2.6
-        ConfigSpec(.cc2541, .keys, nil, nil),
-        ConfigSpec(.cc2541, .test, nil, nil),
-        ConfigSpec(.cc2650, .temperature, "01", "00"),
-        ConfigSpec(.cc2650, .humidity, "01", "00"),
-        ConfigSpec(.cc2650, .barometer, "01", "00"),
-        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g2), "7F 00", "00 00"),            // 3.2
-        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g4), "7F 01", "00 00"),
-        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g8), "7F 02", "00 00"),
-        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g16), "7F 03", "00 00"),
-        ConfigSpec(.cc2650, .light, "01", "00"),
-        ConfigSpec(.cc2650, .keys, nil, nil),
-        ConfigSpec(.cc2650, .battery, nil, nil),
-        ConfigSpec(.cc2650, .io, nil, nil),
+        ConfigSpec(.cc2541, .temperature, "01"),
+        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .legacy2g), "01"),
+        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g8), "01"),         // 2.2
+        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g4), "02"),
+        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g2), "03"),
+        ConfigSpec(.cc2541, .humidity, "01"),
+        ConfigSpec(.cc2541, .magnetometer, "01"),
+        ConfigSpec(.cc2541, .barometer, "01"),
+        ConfigSpec(.cc2541, .gyroscope, "07"),                                                                     // 2.6
+        ConfigSpec(.cc2541, .keys, nil),
+        ConfigSpec(.cc2541, .test, nil),
+        ConfigSpec(.cc2650, .temperature, "01"),
+        ConfigSpec(.cc2650, .humidity, "01"),
+        ConfigSpec(.cc2650, .barometer, "01"),
+        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g2), "7F 00"),                     // 3.2
+        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g4), "7F 01"),
+        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g8), "7F 02"),
+        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g16), "7F 03"),
+        ConfigSpec(.cc2650, .light, "01"),
+        ConfigSpec(.cc2650, .keys, nil),
+        ConfigSpec(.cc2650, .battery, nil),
+        ConfigSpec(.cc2650, .io, nil),
     ]
 }
 
 @Suite struct ConfigTests {
     @Test(arguments: ConfigSpec.all)
-    func enableAndDisableValues(_ spec: ConfigSpec) throws {
+    func enableValues(_ spec: ConfigSpec) throws {
         let profile = try #require(SensorProfile.lookup(spec.model, spec.sensor))
-        let enable = profile.enableValue(spec.settings), disable = profile.disableValue
+        let enable = profile.enableValue(spec.settings)
         #expect(enable?.bytes == spec.enable)
-        #expect(disable?.bytes == spec.disable)
-        for (value, bytes) in [(enable, spec.enable), (disable, spec.disable)] {
-            guard let value, let bytes else { continue }
+        if let value = enable, let bytes = spec.enable {
             #expect(value.length == bytes.count)
             let out = try written(value, capacity: 3) { v, s throws(SerializeError) in try v.write(into: &s) }
             #expect(Array(out.buffer.prefix(out.count)) == bytes)
