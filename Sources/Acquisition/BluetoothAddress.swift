@@ -35,13 +35,6 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
         self.kind = kind
     }
 
-    /// The little-endian order HCI and `bdaddr_t` use.
-    public var littleEndianBytes: InlineArray<6, UInt8> {
-        var out = InlineArray<6, UInt8>(repeating: 0)
-        for i in 0..<6 { out[i] = bytes[5 - i] }
-        return out
-    }
-
     public var description: String {
         let digits = Array("0123456789ABCDEF")
         var s = ""
