@@ -480,18 +480,15 @@ import Testing
         try spool.close()
     }
 
-    @Test func peekThenAcknowledge() throws {
+    @Test func acknowledgeTakesTheOldestPending() throws {
         let dir = TemporaryDirectory()
         let spool = try Spool(directory: dir.path, maxBytes: 1 << 20, segmentBytes: 1024)
-        #expect(try spool.peek({ _ in 1 }) == nil)
+        #expect(try spool.next({ _ in 1 }) == nil)
         #expect(try spool.acknowledge() == false)
         for i in 0..<3 { try spool.append(Message.make(i)) }
-        #expect(try spool.peek({ Message($0) }) == Message.make(0))
-        #expect(try spool.peek({ Message($0) }) == Message.make(0))
         #expect(try spool.acknowledge())
-        #expect(try spool.peek({ Message($0) }) == Message.make(1))
         // topicCString is NUL-terminated in place.
-        #expect(try spool.peek({ String(cString: $0.topicCString) }) == Message.make(1).topic)
+        #expect(try spool.next({ String(cString: $0.topicCString) }) == Message.make(1).topic)
         #expect(try spool.acknowledge())
         #expect(try spool.acknowledge())
         #expect(spool.isEmpty)
