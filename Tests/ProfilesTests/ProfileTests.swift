@@ -405,6 +405,52 @@ struct ConfigSpec: Sendable, CustomTestStringConvertible {
     }
 }
 
+// MARK: - Declared fields
+
+/// What distinguishes one field from another before any value is known.
+struct FieldShape: Equatable, CustomStringConvertible {
+    let name: String
+    let unit: Profiles.Unit
+    let isBits: Bool
+
+    init(_ field: Field) {
+        name = field.name.description
+        unit = field.unit
+        isBits = field.value.bits != nil
+    }
+
+    init(_ field: FieldDeclaration) {
+        name = field.name.description
+        unit = field.unit
+        isBits = field.isBits
+    }
+
+    var description: String { isBits ? "\(name) (bits)" : "\(name) \(unit.symbol)" }
+}
+
+@Suite struct DeclaredFieldTests {
+    /// Every sensor of every model, given the spec's vectors for it in every IO mode, decodes into
+    /// exactly the fields its profile declares for those settings: names, units, kinds and order.
+    @Test(arguments: Model.allCases)
+    func decodeProducesTheDeclaredFields(_ model: Model) throws {
+        for profile in SensorProfile.all(for: model) {
+            let vectors = Vectors.all.filter { $0.model.generation == model.generation && $0.sensor == profile.sensor }
+            #expect(!vectors.isEmpty, "no vector for \(model) \(profile.sensor)")
+            for vector in vectors {
+                for mode in CC2650.IO.Mode.allCases {
+                    var settings = vector.settings
+                    settings.ioMode = mode
+                    let bytes = vector.bytes
+                    let reading = try profile.decode(bytes.span.bytes, settings: settings)
+                    let produced = reading.map { FieldShape($0) }
+                    let declared = profile.fields(settings).map { FieldShape($0) }
+                    #expect(produced == declared, "\(vector.testDescription), IO mode \(mode)")
+                }
+            }
+        }
+    }
+}
+
 // MARK: - No data yet
 
 @Suite struct NoDataTests {
