@@ -1,4 +1,5 @@
 import Profiles
+import TestRandom
 import Testing
 
 // A catalog of every typed characteristic, with the name and length the spec gives it written out

@@ -4,6 +4,7 @@
 
 import Glibc
 import Publishing
+import TestRandom
 import Testing
 
 @Suite(.serialized) struct SpoolTests {
@@ -688,24 +689,12 @@ import Testing
 /// rewind, sync, reopen, and crash snapshots, with segment boundaries everywhere. (Nested, so
 /// that it is serialized with the throughput measurement.)
 extension SpoolTests { @Suite struct Model {
-    struct SplitMix64 {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
-    }
-
     static func recordSize(_ m: Message) -> Int { 23 + m.topic.utf8.count + m.payload.count }
 
     @Test(arguments: [UInt64(1), 2, 3, 4])
     func randomOperationsMatchTheModel(seed: UInt64) throws {
         let dir = TemporaryDirectory()
-        var rng = SplitMix64(state: seed)
+        var rng = SplitMix64(seed: seed)
         let segmentBytes = 256 + rng.below(512)
         func open() throws -> Spool { try Spool(directory: dir.sub("s"), maxBytes: 1 << 24, segmentBytes: segmentBytes) }
         var spool = try open()
@@ -797,7 +786,7 @@ extension SpoolTests { @Suite struct Model {
     @Test(arguments: [UInt64(5), 6])
     func randomOperationsUnderABound(seed: UInt64) throws {
         let dir = TemporaryDirectory()
-        var rng = SplitMix64(state: seed)
+        var rng = SplitMix64(seed: seed)
         let maxBytes = 2048
         func open() throws -> Spool { try Spool(directory: dir.path, maxBytes: maxBytes, segmentBytes: 512) }
         var spool = try open()
@@ -834,4 +823,9 @@ extension SpoolTests { @Suite struct Model {
         try spool.close()
     }
 }
+}
+
+private extension SplitMix64 {
+    /// 0 ..< n, by remainder: the model test's operation mix and indices, fixed by its seeds.
+    mutating func below(_ n: Int) -> Int { Int(next() % UInt64(n)) }
 }
