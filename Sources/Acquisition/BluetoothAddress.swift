@@ -1,6 +1,6 @@
 // Bluetooth device addresses as the configuration, the command line and HCI events carry them.
-// The GATT client, HCI scanning and connection supervision of this module arrive with issue #3;
-// the address type is here first because the configuration and `collectord scan` name tags by it.
+// The textual form keeps the most significant byte first, as people write addresses; the kernel's
+// little-endian `bdaddr_t` is converted to and from it in Bluetooth.swift.
 
 /// A 48-bit Bluetooth device address with its LE address type.
 public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
