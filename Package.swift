@@ -79,20 +79,20 @@ let package = Package(
         ),
         .testTarget(
             name: "ProfilesTests",
-            dependencies: ["Profiles"]
+            dependencies: ["Profiles", "TestRandom"]
         ),
         .testTarget(
             name: "AcquisitionTests",
-            dependencies: ["Acquisition", "SensorTagEmulator", "Profiles", "Reactor"]
+            dependencies: ["Acquisition", "SensorTagEmulator", "Profiles", "Reactor", "TestRandom"]
         ),
         .testTarget(
             name: "ConfigurationTests",
-            dependencies: ["Configuration", "Profiles", "Model"],
+            dependencies: ["Configuration", "Profiles", "Model", "TestRandom"],
             exclude: ["Corpus"]
         ),
         .testTarget(
             name: "PublishingTests",
-            dependencies: ["Publishing", "Profiles", "Reactor", "CMosquitto", "TestSupport"]
+            dependencies: ["Publishing", "Profiles", "Reactor", "CMosquitto", "TestSupport", "TestRandom"]
         ),
         .testTarget(
             name: "CollectordTests",
@@ -109,6 +109,12 @@ let package = Package(
             name: "TestSupport",
             dependencies: ["ChildProcesses"],
             path: "Tests/TestSupport"
+        ),
+        // The one deterministic generator of test inputs; standard library only, so any test
+        // target can use it.
+        .target(
+            name: "TestRandom",
+            path: "Tests/TestRandom"
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -379,8 +379,8 @@ public struct ATTWriter {
     }
     public mutating func read(_ handle: UInt16) { reset(.readRequest); u16(handle) }
     public mutating func readBlob(_ handle: UInt16, offset: UInt16) { reset(.readBlobRequest); u16(handle); u16(offset) }
-    public mutating func write<C: Collection>(_ handle: UInt16, _ value: C, command: Bool = false) where C.Element == UInt8 {
-        reset(command ? .writeCommand : .writeRequest); u16(handle); append(contentsOf: value)
+    public mutating func write<C: Collection>(_ handle: UInt16, _ value: C) where C.Element == UInt8 {
+        reset(.writeRequest); u16(handle); append(contentsOf: value)
     }
     public mutating func confirmation() { reset(.handleValueConfirmation) }
     public mutating func error(request: UInt8, handle: UInt16, code: ATTErrorCode) {

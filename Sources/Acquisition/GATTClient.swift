@@ -315,10 +315,4 @@ public final class GATTClient {
             }
         }
     }
-
-    /// Write Command: no acknowledgement.
-    public func writeWithoutResponse(_ handle: UInt16, _ value: [UInt8]) {
-        writer.write(handle, value, command: true)
-        bearer.send(writer.bytes)
-    }
 }

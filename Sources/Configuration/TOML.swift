@@ -1,5 +1,5 @@
-// The TOML subset collectord's configuration is written in, parsed without Foundation so that every
-// value keeps the line it starts on (TOMLKit loses positions; see platform-notes.md).
+// The TOML subset collectord's configuration is written in, parsed here without Foundation so that
+// every value keeps the line it starts on, for file:line errors (TOMLKit does not keep positions).
 //
 // Supported: comments; bare, quoted and dotted keys; [table], [a.b] and [[array.of.tables]] headers
 // (a later [a.b] names a sub-table of the last [[a]] element); basic and literal strings, single- and

@@ -1,5 +1,6 @@
-// Bluetooth device addresses as the configuration, the command line and HCI events carry them:
-// the configuration and `collectord scan` name tags by address, Acquisition connects to them.
+// Bluetooth device addresses as the configuration, the command line and HCI events carry them.
+// The textual form keeps the most significant byte first, as people write addresses; the kernel's
+// little-endian `bdaddr_t` is converted to and from it in Acquisition's Bluetooth.swift.
 
 /// A 48-bit Bluetooth device address with its LE address type.
 public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
@@ -32,13 +33,6 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
         }
         self.bytes = out
         self.kind = kind
-    }
-
-    /// The little-endian order HCI and `bdaddr_t` use.
-    public var littleEndianBytes: InlineArray<6, UInt8> {
-        var out = InlineArray<6, UInt8>(repeating: 0)
-        for i in 0..<6 { out[i] = bytes[5 - i] }
-        return out
     }
 
     public var description: String {

@@ -1,4 +1,5 @@
-// The original SensorTag (CC2541DK-SENSOR), firmware 1.4 and 1.5 (sensortag-gatt.md section 2).
+// The original SensorTag (CC2541DK-SENSOR), firmware 1.4 and 1.5 (GATT reference section 2;
+// see SensorTag.swift).
 // Axes are published as the device reports them (no BlueCap/TI-app negations), signedness as
 // TI's firmware sends it, and the spec's recommended constant wherever sources disagree.
 

@@ -1,5 +1,5 @@
 // SensorTag 2 (CC2650STK) and the CC1350 SensorTag, which runs the same firmware
-// (sensortag-gatt.md section 3).
+// (GATT reference section 3; see SensorTag.swift).
 
 public enum CC2650 {
     // MARK: IR temperature (TMP007), section 3.1

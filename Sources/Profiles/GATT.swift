@@ -213,35 +213,3 @@ public struct ServiceProfile: Sendable, Hashable {
 
     public func hash(into h: inout Hasher) { h.combine(uuid) }
 }
-
-/// Finds profiles by UUID (BlueCap's ProfileManager). SensorTag generations reuse UUIDs with
-/// different layouts (AA01 is a TMP006 on the CC2541 and a TMP007 on the CC2650), so there is one
-/// registry per model rather than one global map.
-public struct ProfileRegistry: Sendable {
-    public let services: [ServiceProfile]
-    private let byService: [GATTUUID: Int]
-    private let byCharacteristic: [GATTUUID: (service: Int, characteristic: Int)]
-
-    public init(services: [ServiceProfile]) {
-        self.services = services
-        var s: [GATTUUID: Int] = [:]
-        var c: [GATTUUID: (Int, Int)] = [:]
-        for (i, service) in services.enumerated() {
-            precondition(s[service.uuid] == nil, "duplicate service \(service.uuid) in a registry")
-            s[service.uuid] = i
-            for (j, ch) in service.characteristics.enumerated() where c[ch.uuid] == nil { c[ch.uuid] = (i, j) }
-        }
-        self.byService = s
-        self.byCharacteristic = c
-    }
-
-    public func service(_ uuid: GATTUUID) -> ServiceProfile? {
-        byService[uuid].map { services[$0] }
-    }
-
-    /// The characteristic with this UUID and the service that holds it.
-    public func characteristic(_ uuid: GATTUUID) -> (service: ServiceProfile, characteristic: CharacteristicProfile)? {
-        guard let (i, j) = byCharacteristic[uuid] else { return nil }
-        return (services[i], services[i].characteristics[j])
-    }
-}

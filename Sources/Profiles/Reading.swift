@@ -61,6 +61,27 @@ public struct Field: Sendable, Equatable {
     }
 }
 
+/// One field a sensor's readings carry, as known before any reading arrives: its name, unit and
+/// whether it is a bit set. `SensorProfile.fields` lists them so that a consumer (Home Assistant
+/// discovery) can announce the fields without decoding a sample payload.
+public struct FieldDeclaration: Sendable {
+    public let name: StaticString
+    public let unit: Unit
+    public let isBits: Bool
+
+    init(_ name: StaticString, _ unit: Unit) {
+        self.name = name
+        self.unit = unit
+        self.isBits = false
+    }
+
+    init(bits name: StaticString) {
+        self.name = name
+        self.unit = .none
+        self.isBits = true
+    }
+}
+
 /// A decoded reading: the sensor, up to nine fields, and the raw payload it came from.
 ///
 /// It is a random-access collection of `Field`, so an encoder iterates it without allocating.

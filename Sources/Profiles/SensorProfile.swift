@@ -101,12 +101,41 @@ public struct SensorProfile: Sendable {
         }
     }
 
-    /// The config value that switches the sensor off.
-    public var disableValue: ConfigValue? {
+    /// The fields `decode` produces with these settings, in its order. Declared here, next to
+    /// `decode`, so that what is announced before readings flow is what the readings then carry (a
+    /// test holds the two together).
+    public func fields(_ settings: SensorSettings = SensorSettings()) -> [FieldDeclaration] {
         switch layout {
-        case .cc2650Movement: return .word(0)
-        case .cc2541Test, .keys, .battery, .cc2650IO: return nil
-        default: return .byte(0)
+        case .cc2541Temperature, .cc2650Temperature:
+            return [FieldDeclaration("object", .celsius), FieldDeclaration("ambient", .celsius)]
+        case .cc2541Accelerometer:
+            return [FieldDeclaration("x", .g), FieldDeclaration("y", .g), FieldDeclaration("z", .g)]
+        case .cc2541Humidity, .cc2650Humidity:
+            return [FieldDeclaration("temperature", .celsius), FieldDeclaration("humidity", .percentRH)]
+        case .cc2541Magnetometer:
+            return [FieldDeclaration("x", .microtesla), FieldDeclaration("y", .microtesla), FieldDeclaration("z", .microtesla)]
+        case .cc2541Barometer, .cc2650Barometer:
+            return [FieldDeclaration("temperature", .celsius), FieldDeclaration("pressure", .hectopascal)]
+        case .cc2541Gyroscope:
+            return [FieldDeclaration("x", .degreesPerSecond), FieldDeclaration("y", .degreesPerSecond),
+                    FieldDeclaration("z", .degreesPerSecond)]
+        case .cc2541Test:
+            return [FieldDeclaration(bits: "passed")]
+        case .cc2650Movement:
+            return [FieldDeclaration("gyro_x", .degreesPerSecond), FieldDeclaration("gyro_y", .degreesPerSecond),
+                    FieldDeclaration("gyro_z", .degreesPerSecond),
+                    FieldDeclaration("accel_x", .g), FieldDeclaration("accel_y", .g), FieldDeclaration("accel_z", .g),
+                    FieldDeclaration("mag_x", .microtesla), FieldDeclaration("mag_y", .microtesla),
+                    FieldDeclaration("mag_z", .microtesla)]
+        case .cc2650Optical:
+            return [FieldDeclaration("illuminance", .lux)]
+        case .cc2650IO:
+            if settings.ioMode == .selfTest { return [FieldDeclaration(bits: "passed")] }
+            return [FieldDeclaration(bits: "outputs")]
+        case .keys:
+            return [FieldDeclaration(bits: "pressed")]
+        case .battery:
+            return [FieldDeclaration("level", .percent)]
         }
     }
 
@@ -303,21 +332,5 @@ public struct SensorProfile: Sendable {
 extension CharacteristicProfile {
     init(_ type: any CharacteristicConfigurable.Type) {
         self.init(name: type.name, uuid: type.uuid, properties: type.properties, role: type.role, initialValue: type.initialValue)
-    }
-}
-
-extension ProfileRegistry {
-    /// Every service a CC2541 SensorTag exposes that collectord knows.
-    public static let cc2541 = ProfileRegistry(
-        services: SensorProfile.cc2541.filter { $0.sensor != .keys }.map(\.service)
-            + [SimpleKeys.profile, DeviceInformation.profile])
-
-    /// Every service a CC2650 / CC1350 SensorTag exposes that collectord knows.
-    public static let cc2650 = ProfileRegistry(
-        services: SensorProfile.cc2650.filter { $0.sensor != .keys && $0.sensor != .battery }.map(\.service)
-            + [SimpleKeys.profile, Battery.profile, DeviceInformation.profile])
-
-    public static func forModel(_ model: Model) -> ProfileRegistry {
-        model.generation == .cc2541 ? cc2541 : cc2650
     }
 }

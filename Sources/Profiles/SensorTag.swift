@@ -1,6 +1,9 @@
 // What both SensorTag generations share: models, the sensor vocabulary, the 10 ms period
 // encoding, the 0/1 config byte, Simple Keys, Device Information and Battery.
-// Facts are from shared/reference/sensortag-gatt.md (section numbers cited below).
+// Facts are from TI's SensorTag documentation and firmware as condensed in the project's SensorTag
+// GATT reference, which is not part of this repository: section numbers cited here and in the
+// profiles, the emulator and the tests are that reference's, and its test vectors are in
+// Tests/vectors/decode.txt.
 
 /// A SensorTag hardware model. The CC1350 runs the CC2650 application firmware (section 4), so
 /// both share one GATT profile; they differ only in name.

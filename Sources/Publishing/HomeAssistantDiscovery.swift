@@ -54,10 +54,10 @@ public struct FieldDescriptor: Sendable, Hashable {
         self.isBits = isBits
     }
 
-    public init(_ field: Field) {
+    public init(_ field: FieldDeclaration) {
         name = field.name.description
         unit = field.unit
-        if case .bits = field.value { isBits = true } else { isBits = false }
+        isBits = field.isBits
     }
 }
 
@@ -94,36 +94,11 @@ public struct HomeAssistantDiscovery: Sendable {
 
     // MARK: Fields
 
-    /// The fields of a reading.
-    public static func fields(of reading: Reading) -> [FieldDescriptor] { reading.map(FieldDescriptor.init) }
-
-    /// The fields `sensor` on `model` publishes, found by decoding a sample payload through the
-    /// sensor's own profile (so this list cannot drift from the decoders). Nil when the model has no
-    /// such sensor.
+    /// The fields `sensor` on `model` publishes, as its profile declares them. Nil when the model has
+    /// no such sensor.
     public static func fields(model: Model, sensor: Sensor, settings: SensorSettings = SensorSettings()) -> [FieldDescriptor]? {
         guard let profile = SensorProfile.lookup(model, sensor) else { return nil }
-        var settings = settings
-        if settings.barometerCalibration == nil {
-            let c = CC2541.Barometer.Calibration.initialValue
-            func u16(_ i: Int) -> UInt16 { UInt16(c[2 * i]) | UInt16(c[2 * i + 1]) << 8 }
-            settings.barometerCalibration = .init(c1: u16(0), c2: u16(1), c3: u16(2), c4: u16(3),
-                                                  c5: Int16(bitPattern: u16(4)), c6: Int16(bitPattern: u16(5)),
-                                                  c7: Int16(bitPattern: u16(6)), c8: Int16(bitPattern: u16(7)))
-        }
-        let length: Int
-        switch profile.dataLength {
-        case .exactly(let n): length = n
-        case .either(let a, _): length = a
-        case .range(_, let hi): length = hi
-        }
-        // A few plausible fills: some decoders refuse values without physical meaning.
-        for fill: UInt8 in [0x20, 0x40, 0x01, 0x7F] {
-            let sample = [UInt8](repeating: fill, count: length)
-            if let reading = try? profile.decode(sample.span.bytes, settings: settings) {
-                return fields(of: reading)
-            }
-        }
-        return nil
+        return profile.fields(settings).map(FieldDescriptor.init)
     }
 
     // MARK: Configs

@@ -97,7 +97,7 @@ import Glibc
 #endif
 
 /// A message read back from the spool. Its pointers are valid only inside the closure given to
-/// `Spool.peek` or `Spool.next`; copy what must outlive it.
+/// `Spool.next`; copy what must outlive it.
 public struct SpooledMessage {
     /// The message's sequence number: give it back to `acknowledge(sequence:)`.
     public let sequence: UInt64
@@ -432,14 +432,6 @@ public final class Spool {
 
     // MARK: Replay
 
-    /// Calls `body` with the oldest message not yet handed out by `next`, without handing it out.
-    /// Returns nil (and does not call `body`) when there is none.
-    public func peek<R>(_ body: (SpooledMessage) -> R) throws(SpoolError) -> R? {
-        guard isOpen else { throw SpoolError(.closed, path: directory) }
-        guard let (p, h) = try locateNext() else { return nil }
-        return body(Spool.message(p, h))
-    }
-
     /// Hands out the oldest message not yet handed out: calls `body` with it and counts it in
     /// flight until it is acknowledged (or `rewind` makes it due again). Returns nil (and does
     /// not call `body`) when every pending message is already in flight.
@@ -452,8 +444,7 @@ public final class Spool {
     }
 
     /// Acknowledges the oldest unacknowledged message: the oldest in flight, or if none is, the
-    /// message `peek` shows (for a publisher that keeps one message in flight: peek, publish,
-    /// acknowledge). Returns false when the spool is empty.
+    /// oldest pending one. Returns false when the spool is empty.
     @discardableResult
     public func acknowledge() throws(SpoolError) -> Bool {
         guard isOpen else { throw SpoolError(.closed, path: directory) }

@@ -1,5 +1,6 @@
 // The SensorTag emulator: a GATT server that behaves like the CC2541 and CC2650/CC1350 firmware
-// (shared/reference/sensortag-gatt.md sections 1–3), served over an `ATTBearer` on one event loop.
+// (GATT reference sections 1–3; see Profiles/SensorTag.swift), served over an `ATTBearer` on one
+// event loop.
 //
 // Firmware behaviour reproduced:
 //   * config writes must be exactly 1 byte (the CC2650 movement config exactly 2), otherwise

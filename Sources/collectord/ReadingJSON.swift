@@ -1,7 +1,8 @@
 import Profiles
 
-/// Renders values as JSON text for the command line. The daemon's MQTT payloads use the
-/// allocation-free `ReadingEncoder` (issue #4); this one favours readability (indentation).
+/// Renders values as JSON text for the command line. The daemon's MQTT payloads use
+/// `ReadingEncoder`, which must not allocate per reading; the command line prints one reading, so
+/// this one favours readability (indentation).
 enum JSON {
     static func string(_ s: String) -> String {
         var out = "\""

@@ -1,5 +1,6 @@
 import Glibc
 import Profiles
+import TestRandom
 import Testing
 @testable import Acquisition
 

@@ -183,6 +183,8 @@ enum PDU {
     }
     static func read(_ handle: UInt16) -> [UInt8] { [0x0A] + le(handle) }
     static func readBlob(_ handle: UInt16, _ offset: UInt16) -> [UInt8] { [0x0C] + le(handle) + le(offset) }
+    /// Write Command: the client never sends one, but the firmware accepts it and so must the emulator.
+    static func writeCommand(_ handle: UInt16, _ value: [UInt8]) -> [UInt8] { [0x52] + le(handle) + value }
 }
 
 /// Decodes one payload with the profile, as the daemon does.

@@ -379,10 +379,10 @@ func expectPlausible(_ r: Reading, sourceLocation: SourceLocation = #_sourceLoca
         let h = try EmulatorHarness(.cc2650())
         let db = try h.discover()
         let config = try #require(db.characteristic(CC2650.Optical.Config.uuid))
-        h.client.writeWithoutResponse(config.valueHandle, [1])
+        h.bearer.send(PDU.writeCommand(config.valueHandle, [1]))
         #expect(h.run(until: { h.emulator.isEnabled(.light) }))
         // A refused command is silent: no Error Response arrives, the value is unchanged.
-        h.client.writeWithoutResponse(config.valueHandle, [1, 0])
+        h.bearer.send(PDU.writeCommand(config.valueHandle, [1, 0]))
         h.run(for: .milliseconds(10))
         #expect(h.bearer.counters.unexpected == 0)
         #expect(h.mustRead(config.valueHandle) == [1])

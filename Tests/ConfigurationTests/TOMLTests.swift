@@ -1,5 +1,6 @@
 // The TOML subset parser: every supported feature, the line each value remembers, and the errors.
 
+import TestRandom
 import Testing
 @testable import Configuration
 
@@ -443,18 +444,6 @@ private func firstError(_ text: String) -> TOMLError? {
     }
 }
 
-/// SplitMix64: a deterministic generator, so a failure reproduces.
-private struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite struct RobustnessTests {
     /// Thousands of mutations of real configurations: every one parses or fails with errors that
     /// carry a line inside the text; none traps or hangs.
@@ -462,7 +451,7 @@ private struct SplitMix64: RandomNumberGenerator {
         let seeds = [readText(repositoryRoot + "/etc/collectord.conf"), readText(corpusDirectory + "/many-errors.conf"),
                      readText(corpusDirectory + "/duplicates.conf"), readText(corpusDirectory + "/brokers.conf")]
         let alphabet = Array("[]{}\"'=.,#\n\r\t \\_-+:0123456789eExob_aAzZtfinu".utf8) + [0x00, 0x7F, 0xC3, 0xA9]
-        var rng = SplitMix64(state: 0xC0FFEE)
+        var rng = SplitMix64(seed: 0xC0FFEE)
         for i in 0..<3000 {
             var bytes = Array(seeds[i % seeds.count].utf8)
             for _ in 0..<Int.random(in: 1...6, using: &rng) {

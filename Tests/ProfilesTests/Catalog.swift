@@ -1,8 +1,9 @@
 import Profiles
+import TestRandom
 import Testing
 
 // A catalog of every typed characteristic, with the name and length the spec gives it written out
-// literally, and shape-generic closures that the length, round-trip and registry tests share.
+// literally, and shape-generic closures that the length, round-trip and service table tests share.
 
 /// One characteristic type, erased to what the tests need.
 struct Codec: Sendable, CustomTestStringConvertible {

@@ -1,4 +1,5 @@
 import Profiles
+import TestRandom
 import Testing
 
 // Right length, wrong content: undefined config/period/battery values, the CC2541 barometer without

@@ -1,7 +1,7 @@
 import Profiles
 import Testing
 
-// The runtime profiles: the per-model registries against the spec's service tables, period limits
+// The runtime profiles: the per-model service tables against the spec's, period limits
 // and encoding, config values to write, firmware revision parsing, and the "no data yet" rule.
 
 /// One characteristic of the spec's tables: its UUID, what it is for and its properties.
@@ -57,19 +57,45 @@ struct SpecService: Sendable, CustomTestStringConvertible {
     ]
 }
 
-@Suite struct RegistryTests {
+/// The services a tag of `model` serves, as the emulator builds its attribute table and the client
+/// looks characteristics up: every sensor's service, and Device Information. The two generations
+/// reuse UUIDs with different layouts (AA01 is a TMP006 on the CC2541 and a TMP007 on the CC2650),
+/// so a lookup by UUID is only meaningful within one model.
+struct ModelServices: CustomTestStringConvertible {
+    let services: [ServiceProfile]
+
+    init(_ model: Model) {
+        services = SensorProfile.all(for: model).map(\.service) + [DeviceInformation.profile]
+    }
+
+    func service(_ uuid: GATTUUID) -> ServiceProfile? { services.first { $0.uuid == uuid } }
+
+    /// The characteristic with this UUID and the service that holds it.
+    func characteristic(_ uuid: GATTUUID) -> (service: ServiceProfile, characteristic: CharacteristicProfile)? {
+        for service in services {
+            if let c = service.characteristic(uuid) { return (service, c) }
+        }
+        return nil
+    }
+
+    /// Keeps failure messages short: Swift Testing would otherwise print every service.
+    var testDescription: String { "ModelServices(\(services.count) services)" }
+}
+
+@Suite struct ServiceTableTests {
     static let models: [(Model, [SpecService])] = [(.cc2541, SpecService.cc2541), (.cc2650, SpecService.cc2650), (.cc1350, SpecService.cc2650)]
 
     @Test(arguments: models)
-    func registryMatchesTheSpecTables(_ model: Model, _ spec: [SpecService]) throws {
-        let registry = ProfileRegistry.forModel(model)
-        #expect(registry.services.map(\.uuid).sorted() == spec.map(\.uuid).sorted())
+    func servicesMatchTheSpecTables(_ model: Model, _ spec: [SpecService]) throws {
+        let served = ModelServices(model)
+        #expect(served.services.map(\.uuid).sorted() == spec.map(\.uuid).sorted())
+        #expect(Set(served.services.map(\.uuid)).count == served.services.count, "a service listed twice")
         for service in spec {
-            let lookedUp = registry.service(service.uuid)
+            let lookedUp = served.service(service.uuid)
             let found = try #require(lookedUp, "\(service.uuid)")
             #expect(found.characteristics.map(\.uuid).sorted() == service.characteristics.map(\.uuid).sorted(), "\(service.uuid)")
             for c in service.characteristics {
-                let lookup = registry.characteristic(c.uuid)
+                let lookup = served.characteristic(c.uuid)
                 let hit = try #require(lookup, "\(c.uuid)")
                 #expect(hit.service.uuid == service.uuid, "\(c.uuid)")
                 #expect(hit.characteristic.role == c.role, "\(c.uuid)")
@@ -80,15 +106,15 @@ struct SpecService: Sendable, CustomTestStringConvertible {
     }
 
     @Test func namedLookups() throws {
-        let cc2650 = ProfileRegistry.cc2650, cc2541 = ProfileRegistry.cc2541
+        let cc2650 = ModelServices(.cc2650), cc2541 = ModelServices(.cc2541)
         #expect(cc2650.characteristic(.ti(0xAA81))?.service.uuid == .ti(0xAA80))
         #expect(cc2650.characteristic(.ti(0xAA81))?.service.name.description == "CC2650 Movement (MPU-9250)")
-        for registry in [cc2541, cc2650] {
-            #expect(registry.characteristic(.sig(0xFFE1))?.service.uuid == .sig(0xFFE0))
-            #expect(registry.characteristic(.sig(0x2A26))?.service.uuid == .sig(0x180A))
-            #expect(registry.characteristic(.ti(0xAA44))?.characteristic.role == .period)
-            #expect(registry.characteristic(.ti(0xAA44))?.service.uuid == .ti(0xAA40))
-            #expect(registry.service(.ti(0xAA40))?.tag.description == "TI SensorTag")
+        for served in [cc2541, cc2650] {
+            #expect(served.characteristic(.sig(0xFFE1))?.service.uuid == .sig(0xFFE0))
+            #expect(served.characteristic(.sig(0x2A26))?.service.uuid == .sig(0x180A))
+            #expect(served.characteristic(.ti(0xAA44))?.characteristic.role == .period)
+            #expect(served.characteristic(.ti(0xAA44))?.service.uuid == .ti(0xAA40))
+            #expect(served.service(.ti(0xAA40))?.tag.description == "TI SensorTag")
         }
         #expect(cc2650.characteristic(.sig(0x2A19))?.service.uuid == .sig(0x180F))
         #expect(cc2541.characteristic(.sig(0x2A19)) == nil)
@@ -103,12 +129,12 @@ struct SpecService: Sendable, CustomTestStringConvertible {
         #expect(cc2650.characteristic(.ti(0xAA01))?.characteristic.name.description == "CC2650 IR Temperature Data")
     }
 
-    /// Every characteristic a registry lists is in the catalog with the same name and initial
+    /// Every characteristic a model serves is in the catalog with the same name and initial
     /// value, and that initial value decodes through its own type.
     @Test(arguments: Model.allCases)
     func initialValuesDecodeThroughTheirTypes(_ model: Model) throws {
         let codecs = Catalog.forModel(model)
-        for service in ProfileRegistry.forModel(model).services {
+        for service in ModelServices(model).services {
             for c in service.characteristics {
                 let match = codecs.first { $0.uuid == c.uuid }
                 let codec = try #require(match, "\(c.uuid) not in the catalog")
@@ -237,52 +263,48 @@ struct ConfigSpec: Sendable, CustomTestStringConvertible {
     let sensor: Sensor
     let settings: SensorSettings
     let enable: [UInt8]?
-    let disable: [UInt8]?
     var testDescription: String { "\(model) \(sensor) enable \(enable.map(hexString) ?? "-")" }
 
-    init(_ model: Model, _ sensor: Sensor, settings: SensorSettings = SensorSettings(), _ enable: String?, _ disable: String?) {
+    init(_ model: Model, _ sensor: Sensor, settings: SensorSettings = SensorSettings(), _ enable: String?) {
         self.model = model
         self.sensor = sensor
         self.settings = settings
         self.enable = enable.map(hex)
-        self.disable = disable.map(hex)
     }
 
     static let all: [ConfigSpec] = [
-        ConfigSpec(.cc2541, .temperature, "01", "00"),
-        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .legacy2g), "01", "00"),
-        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g8), "01", "00"),   // 2.2
-        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g4), "02", "00"),
-        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g2), "03", "00"),
-        ConfigSpec(.cc2541, .humidity, "01", "00"),
-        ConfigSpec(.cc2541, .magnetometer, "01", "00"),
-        ConfigSpec(.cc2541, .barometer, "01", "00"),
-        ConfigSpec(.cc2541, .gyroscope, "07", "00"),                                                               // 2.6
-        ConfigSpec(.cc2541, .keys, nil, nil),
-        ConfigSpec(.cc2541, .test, nil, nil),
-        ConfigSpec(.cc2650, .temperature, "01", "00"),
-        ConfigSpec(.cc2650, .humidity, "01", "00"),
-        ConfigSpec(.cc2650, .barometer, "01", "00"),
-        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g2), "7F 00", "00 00"),            // 3.2
-        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g4), "7F 01", "00 00"),
-        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g8), "7F 02", "00 00"),
-        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g16), "7F 03", "00 00"),
-        ConfigSpec(.cc2650, .light, "01", "00"),
-        ConfigSpec(.cc2650, .keys, nil, nil),
-        ConfigSpec(.cc2650, .battery, nil, nil),
-        ConfigSpec(.cc2650, .io, nil, nil),
+        ConfigSpec(.cc2541, .temperature, "01"),
+        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .legacy2g), "01"),
+        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g8), "01"),         // 2.2
+        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g4), "02"),
+        ConfigSpec(.cc2541, .accelerometer, settings: SensorSettings(cc2541AccelerometerRange: .g2), "03"),
+        ConfigSpec(.cc2541, .humidity, "01"),
+        ConfigSpec(.cc2541, .magnetometer, "01"),
+        ConfigSpec(.cc2541, .barometer, "01"),
+        ConfigSpec(.cc2541, .gyroscope, "07"),                                                                     // 2.6
+        ConfigSpec(.cc2541, .keys, nil),
+        ConfigSpec(.cc2541, .test, nil),
+        ConfigSpec(.cc2650, .temperature, "01"),
+        ConfigSpec(.cc2650, .humidity, "01"),
+        ConfigSpec(.cc2650, .barometer, "01"),
+        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g2), "7F 00"),                     // 3.2
+        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g4), "7F 01"),
+        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g8), "7F 02"),
+        ConfigSpec(.cc2650, .movement, settings: SensorSettings(movementRange: .g16), "7F 03"),
+        ConfigSpec(.cc2650, .light, "01"),
+        ConfigSpec(.cc2650, .keys, nil),
+        ConfigSpec(.cc2650, .battery, nil),
+        ConfigSpec(.cc2650, .io, nil),
     ]
 }
 
 @Suite struct ConfigTests {
     @Test(arguments: ConfigSpec.all)
-    func enableAndDisableValues(_ spec: ConfigSpec) throws {
+    func enableValues(_ spec: ConfigSpec) throws {
         let profile = try #require(SensorProfile.lookup(spec.model, spec.sensor))
-        let enable = profile.enableValue(spec.settings), disable = profile.disableValue
+        let enable = profile.enableValue(spec.settings)
         #expect(enable?.bytes == spec.enable)
-        #expect(disable?.bytes == spec.disable)
-        for (value, bytes) in [(enable, spec.enable), (disable, spec.disable)] {
-            guard let value, let bytes else { continue }
+        if let value = enable, let bytes = spec.enable {
             #expect(value.length == bytes.count)
             let out = try written(value, capacity: 3) { v, s throws(SerializeError) in try v.write(into: &s) }
             #expect(Array(out.buffer.prefix(out.count)) == bytes)
@@ -380,6 +402,52 @@ struct ConfigSpec: Sendable, CustomTestStringConvertible {
         let revision = try #require(DeviceInformation.FirmwareRevision(stringValue: text))
         #expect(revision.version == nil)
         #expect(!revision.isCC2541Legacy)
+    }
+}
+
+// MARK: - Declared fields
+
+/// What distinguishes one field from another before any value is known.
+struct FieldShape: Equatable, CustomStringConvertible {
+    let name: String
+    let unit: Profiles.Unit
+    let isBits: Bool
+
+    init(_ field: Field) {
+        name = field.name.description
+        unit = field.unit
+        isBits = field.value.bits != nil
+    }
+
+    init(_ field: FieldDeclaration) {
+        name = field.name.description
+        unit = field.unit
+        isBits = field.isBits
+    }
+
+    var description: String { isBits ? "\(name) (bits)" : "\(name) \(unit.symbol)" }
+}
+
+@Suite struct DeclaredFieldTests {
+    /// Every sensor of every model, given the spec's vectors for it in every IO mode, decodes into
+    /// exactly the fields its profile declares for those settings: names, units, kinds and order.
+    @Test(arguments: Model.allCases)
+    func decodeProducesTheDeclaredFields(_ model: Model) throws {
+        for profile in SensorProfile.all(for: model) {
+            let vectors = Vectors.all.filter { $0.model.generation == model.generation && $0.sensor == profile.sensor }
+            #expect(!vectors.isEmpty, "no vector for \(model) \(profile.sensor)")
+            for vector in vectors {
+                for mode in CC2650.IO.Mode.allCases {
+                    var settings = vector.settings
+                    settings.ioMode = mode
+                    let bytes = vector.bytes
+                    let reading = try profile.decode(bytes.span.bytes, settings: settings)
+                    let produced = reading.map { FieldShape($0) }
+                    let declared = profile.fields(settings).map { FieldShape($0) }
+                    #expect(produced == declared, "\(vector.testDescription), IO mode \(mode)")
+                }
+            }
+        }
     }
 }
 

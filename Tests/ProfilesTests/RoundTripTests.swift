@@ -1,4 +1,5 @@
 import Profiles
+import TestRandom
 import Testing
 
 // Round-trip properties for every shape, the 24-bit scalars at their edges, and GATTUUID's wire and

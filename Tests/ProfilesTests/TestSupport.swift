@@ -1,7 +1,8 @@
 import Profiles
+import TestRandom
 import Testing
 
-// Shared helpers: hex literals, tolerance checks, a deterministic PRNG and span plumbing.
+// Shared helpers: hex literals, tolerance checks, random wire values and span plumbing.
 
 /// Parses "54 FF 3C 0D" (spaces optional) into bytes. Test tables are written in the spec's notation.
 func hex(_ text: String) -> [UInt8] {
@@ -32,24 +33,6 @@ func tolerance(decimals: Int) -> Double {
 
 func isClose(_ actual: Double, _ expected: Double, decimals: Int) -> Bool {
     abs(actual - expected) <= tolerance(decimals: decimals)
-}
-
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and the same sequence on every platform.
-struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func byte() -> UInt8 { UInt8(truncatingIfNeeded: next()) }
-
-    mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in byte() } }
 }
 
 /// Wire scalars the round-trip properties can draw. One draw in eight is an edge value, so the
@@ -123,9 +106,4 @@ func payload(count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded
 /// One expectation for a whole property run: the count, and the first few counterexamples.
 func expectNoFailures(_ failures: [String], sourceLocation: SourceLocation = #_sourceLocation) {
     #expect(failures.count == 0, "\(failures.count) failures, first: \(failures.prefix(3))", sourceLocation: sourceLocation)
-}
-
-/// Keeps failure messages short: Swift Testing would otherwise print every service and index.
-extension ProfileRegistry: CustomTestStringConvertible {
-    public var testDescription: String { "ProfileRegistry(\(services.count) services)" }
 }

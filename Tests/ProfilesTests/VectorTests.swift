@@ -1,7 +1,8 @@
 import Profiles
 import Testing
 
-// Every test vector of shared/reference/sensortag-gatt.md (sections 2.1–2.8, 3.1–3.7), decoded twice:
+// Every test vector of the SensorTag GATT reference (sections 2.1–2.8, 3.1–3.7; see
+// Sources/Profiles/SensorTag.swift), decoded twice:
 // through the runtime profile (`SensorProfile.lookup(model, sensor)!.decode`) and through the typed
 // characteristic (`SerDe.deserialize(<Type>.self, from:)`). Values are checked to half a unit in the
 // last digit the spec prints.

@@ -1,19 +1,12 @@
 // The encoder must not allocate per reading. In-process, the test checks that the buffer's
 // storage keeps its address and size, and that glibc's arena use (mallinfo2) does not grow over
 // 3 × 100 000 encodes. That cannot see an allocation freed within the same encode; the count of
-// every malloc comes from valgrind, run on a release build of the encoder outside the test runner
-// (valgrind 3.19 aborts on the Swift Testing runner's main thread):
+// every malloc comes from valgrind, outside the test runner (valgrind 3.19 aborts on the Swift
+// Testing runner's main thread): `Benchmarks/run.sh --suite publish --valgrind` (see
+// docs/performance.md).
 //
-//   swift build -c release --target Publishing
-//   R=.build/release; swiftc -O bench.swift -I $R/Modules -I Sources/CMosquitto -I Sources/CLinux \
-//       $R/Publishing.build/*.o $R/Profiles.build/*.o $R/Reactor.build/*.o -lmosquitto -o bench
-//   valgrind ./bench 1000; valgrind ./bench 101000     # "total heap usage" must be identical
-//
-// where bench.swift decodes a CC2650 humidity and movement payload with SensorProfile.decode and
-// encodes each N times into one PayloadBuffer. Measured: 120 allocs / 91,981 bytes for both N.
-//
-// (Hooking the runtime's `_swift_allocObject` pointer was tried too: it switches the 6.3 runtime
-// to its instrumented retain/release path, which crashed the test runner.)
+// Hooking the runtime's `_swift_allocObject` pointer is no substitute: it switches the 6.3 runtime
+// to its instrumented retain/release path, which crashes the test runner.
 
 import Glibc
 @testable import Profiles

@@ -4,6 +4,7 @@ import Foundation
 @testable import Profiles
 @testable import Publishing
 import Reactor
+import TestRandom
 import Testing
 
 @Suite("Topics and control payloads")
