@@ -84,16 +84,6 @@ public struct TimerID: Hashable, Sendable {
     let value: UInt64
 }
 
-public struct SystemError: Error, Sendable, CustomStringConvertible {
-    public let call: StaticString
-    public let errno: Int32
-    public init(_ call: StaticString, errno: Int32 = Glibc.errno) {
-        self.call = call
-        self.errno = errno
-    }
-    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
-}
-
 public final class EventLoop {
     public let clock: MonotonicClock
     private let epfd: Int32
