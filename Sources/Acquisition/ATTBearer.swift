@@ -223,15 +223,25 @@ public final class ATTBearer {
             enqueue(bytes)
             return
         }
-        let n = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        if n >= 0 {
-            counters.sent += 1
-            return
+        switch sendNow(bytes) {
+        case .done: counters.sent += 1
+        case .wouldBlock: enqueue(bytes)
+        case .failed(let e): close(.error(e))
         }
-        switch errno {
-        case EAGAIN, EWOULDBLOCK, ENOBUFS: enqueue(bytes)
-        case EINTR: transmit(bytes)
-        default: close(.error(errno))
+    }
+
+    private enum SendOutcome { case done, wouldBlock, failed(Int32) }
+
+    /// One PDU to the socket. A full queue (ENOBUFS on L2CAP) waits for writability like EAGAIN.
+    private func sendNow(_ bytes: [UInt8]) -> SendOutcome {
+        do {
+            let result = try Syscall.call("send") {
+                bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+            if case .done = result { return .done }
+            return .wouldBlock
+        } catch {
+            return error.errno == ENOBUFS ? .wouldBlock : .failed(error.errno)
         }
     }
 
@@ -246,11 +256,11 @@ public final class ATTBearer {
 
     private func flush() {
         while let next = outbox.first {
-            let n = next.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0 {
-                if errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS { return }
-                if errno == EINTR { continue }
-                close(.error(errno))
+            switch sendNow(next) {
+            case .done: break
+            case .wouldBlock: return
+            case .failed(let e):
+                close(.error(e))
                 return
             }
             counters.sent += 1
@@ -266,7 +276,21 @@ public final class ATTBearer {
         // Drain what is queued, but yield to other descriptors after a bounded batch.
         for _ in 0..<64 {
             guard isOpen else { return }
-            let n = Glibc.recv(fd, rx.baseAddress, rx.count, Int32(MSG_DONTWAIT | MSG_TRUNC))
+            let result: IOResult<Int>
+            do {
+                result = try Syscall.call("recv") { Glibc.recv(fd, rx.baseAddress, rx.count, Int32(MSG_DONTWAIT | MSG_TRUNC)) }
+            } catch {
+                if error.errno == ECONNRESET || error.errno == EPIPE {
+                    close(.peerClosed)
+                } else {
+                    close(.error(error.errno))
+                }
+                return
+            }
+            guard case .done(let n) = result else {
+                if events.contains(.hangup) || events.contains(.error) { close(.peerClosed) }
+                return
+            }
             if n > 0 {
                 counters.received += 1
                 if n > rx.count || n > mtu {
@@ -277,22 +301,9 @@ public final class ATTBearer {
                     continue
                 }
                 dispatch(length: n)
-            } else if n == 0 {
+            } else {
                 close(.peerClosed)
                 return
-            } else {
-                switch errno {
-                case EAGAIN, EWOULDBLOCK:
-                    if events.contains(.hangup) || events.contains(.error) { close(.peerClosed) }
-                    return
-                case EINTR: continue
-                case ECONNRESET, EPIPE:
-                    close(.peerClosed)
-                    return
-                default:
-                    close(.error(errno))
-                    return
-                }
             }
         }
     }

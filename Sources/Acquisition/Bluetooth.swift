@@ -206,10 +206,12 @@ public final class L2CAPListener {
                 while true {
                     var peer = sockaddr_l2()
                     var len = socklen_t(MemoryLayout<sockaddr_l2>.size)
-                    let c = withUnsafeMutablePointer(to: &peer) { p in
-                        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(listening, $0, &len) }
+                    let result = try? Syscall.call("accept") {
+                        withUnsafeMutablePointer(to: &peer) { p in
+                            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(listening, $0, &len) }
+                        }
                     }
-                    guard c >= 0 else { return }
+                    guard case .done(let c)? = result else { return }
                     _ = fcntl(c, F_SETFD, FD_CLOEXEC)
                     accepted(c, BluetoothAddress(bdaddr: peer.l2_bdaddr,
                                                  kind: peer.l2_bdaddr_type == UInt8(BDADDR_LE_RANDOM) ? .random : .public))

@@ -197,8 +197,8 @@ public final class HCISocket {
 
     private func readable() {
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { return }
+            let read = try? Syscall.call("read") { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+            guard case .done(let n)? = read, n > 0 else { return }
             let event = buffer.withUnsafeBytes { parseHCIEvent(RawSpan(_unsafeBytes: UnsafeRawBufferPointer(rebasing: $0[0..<n]))) }
             if let event {
                 onEvent?(event)

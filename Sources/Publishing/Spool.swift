@@ -95,6 +95,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Reactor
 
 /// A message read back from the spool. Its pointers are valid only inside the closure given to
 /// `Spool.next`; copy what must outlive it.
@@ -372,11 +373,14 @@ public final class Spool {
 
         var done = 0
         while done < length {
-            let n = write(writeFD, base + done, length - done)
-            if n > 0 { done += n; continue }
-            if n < 0 && errno == EINTR { continue }
-            let e = n < 0 ? errno : EIO
-            try abandonPartialWrite(written: done, error: e)
+            let n: Int
+            do {
+                n = try Syscall.blocking("write") { write(writeFD, base + done, length - done) }
+            } catch {
+                try abandonPartialWrite(written: done, error: error.errno)
+            }
+            if n == 0 { try abandonPartialWrite(written: done, error: EIO) }
+            done += n
         }
 
         let last = segments.count - 1
@@ -562,11 +566,14 @@ public final class Spool {
         let want = min(readBuffer.count, segment.size - offset)
         var got = 0
         while got < want {
-            let n = pread(fd, readBuffer.baseAddress! + got, want - got, off_t(offset + got))
-            if n > 0 { got += n; continue }
+            let n: Int
+            do {
+                n = try Syscall.blocking("pread") { pread(fd, readBuffer.baseAddress! + got, want - got, off_t(offset + got)) }
+            } catch {
+                throw SpoolError(.read, error, path: path(segment: segment.name))
+            }
             if n == 0 { break }
-            if errno == EINTR { continue }
-            throw SpoolError(.system(.read, errno: errno), path: path(segment: segment.name))
+            got += n
         }
         bufferSegment = segment.name
         bufferStart = offset
@@ -965,18 +972,20 @@ public final class Spool {
         defer { Glibc.close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { throw SpoolError(.system(.read, errno: errno), path: path(segment: name)) }
-        var failure: Int32 = 0
+        var failure: SystemError? = nil
         let bytes = [UInt8](unsafeUninitializedCapacity: Int(st.st_size)) { buffer, count in
             while count < buffer.count {
-                let n = pread(fd, buffer.baseAddress! + count, buffer.count - count, off_t(count))
-                if n > 0 { count += n; continue }
-                if n == 0 { break }
-                if errno == EINTR { continue }
-                failure = errno
-                break
+                do throws(SystemError) {
+                    let n = try Syscall.blocking("pread") { pread(fd, buffer.baseAddress! + count, buffer.count - count, off_t(count)) }
+                    if n == 0 { break }
+                    count += n
+                } catch {
+                    failure = error
+                    break
+                }
             }
         }
-        if failure != 0 { throw SpoolError(.system(.read, errno: failure), path: path(segment: name)) }
+        if let failure { throw SpoolError(.read, failure, path: path(segment: name)) }
         return bytes
     }
 
@@ -1079,11 +1088,18 @@ public final class Spool {
         rewritten.withUnsafeBytes { r in
             var done = 0
             while done < r.count {
-                let n = write(fd, r.baseAddress! + done, r.count - done)
-                if n > 0 { done += n; continue }
-                if n < 0 && errno == EINTR { continue }
-                failure = (.write, n < 0 ? errno : EIO)
-                return
+                let n: Int
+                do throws(SystemError) {
+                    n = try Syscall.blocking("write") { write(fd, r.baseAddress! + done, r.count - done) }
+                } catch {
+                    failure = (.write, error.errno)
+                    return
+                }
+                if n == 0 {
+                    failure = (.write, EIO)
+                    return
+                }
+                done += n
             }
             if fdatasync(fd) != 0 { failure = (.sync, errno) }
         }
@@ -1150,5 +1166,13 @@ struct FlightRing {
             if self[mid].sequence < sequence { lo = mid + 1 } else { hi = mid }
         }
         return lo < count && self[lo].sequence == sequence ? lo : nil
+    }
+}
+
+extension SpoolError {
+    /// `operation` failed as `error` says; `path` is the spool's name for the file (a segment's
+    /// full path), which says more than the call's.
+    init(_ operation: Operation, _ error: SystemError, path: String) {
+        self.init(.system(operation, errno: error.errno), path: path)
     }
 }

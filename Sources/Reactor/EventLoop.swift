@@ -73,20 +73,11 @@ public struct TimerID: Hashable, Sendable {
     let value: UInt64
 }
 
-public struct SystemError: Error, Sendable, CustomStringConvertible {
-    public let call: StaticString
-    public let errno: Int32
-    public init(_ call: StaticString, errno: Int32 = Glibc.errno) {
-        self.call = call
-        self.errno = errno
-    }
-    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
-}
-
 public final class EventLoop {
     public let clock: MonotonicClock
     private let epfd: Int32
-    private var handlers: [Int32: (IOEvents) -> Void] = [:]
+    private var registrations: [Int32: Registration] = [:]
+    private var lastGeneration: UInt32 = 0
     private var timers = TimerHeap()
     private var timerHandlers: [UInt64: () -> Void] = [:]
     private var nextTimerID: UInt64 = 1
@@ -108,24 +99,27 @@ public final class EventLoop {
     // MARK: Descriptors
 
     /// Calls `handler` on the loop whenever `fd` is ready for `interest`. Hang-ups and errors are
-    /// always reported. One handler per descriptor.
+    /// always reported. One handler per descriptor: watching it again replaces the handler, and
+    /// events the loop already fetched for the earlier registration are dropped.
     public func watch(_ fd: Int32, _ interest: IOEvents, handler: @escaping (IOEvents) -> Void) throws(SystemError) {
-        var ev = epoll_event(events: interest.rawValue | EPOLLRDHUP.rawValue, data: epoll_data_t(fd: fd))
-        let op = handlers[fd] == nil ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
+        lastGeneration &+= 1
+        let registration = Registration(generation: lastGeneration, handler: handler)
+        var ev = epoll_event(events: interest.rawValue | EPOLLRDHUP.rawValue, data: registration.data(fd))
+        let op = registrations[fd] == nil ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
         guard epoll_ctl(epfd, op, fd, &ev) == 0 else { throw SystemError("epoll_ctl") }
-        handlers[fd] = handler
+        registrations[fd] = registration
     }
 
     /// Changes what `fd` is watched for, keeping its handler.
     public func modify(_ fd: Int32, _ interest: IOEvents) {
-        guard handlers[fd] != nil else { return }
-        var ev = epoll_event(events: interest.rawValue | EPOLLRDHUP.rawValue, data: epoll_data_t(fd: fd))
+        guard let registration = registrations[fd] else { return }
+        var ev = epoll_event(events: interest.rawValue | EPOLLRDHUP.rawValue, data: registration.data(fd))
         _ = epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev)
     }
 
     /// Stops watching `fd`. Call before closing it.
     public func unwatch(_ fd: Int32) {
-        guard handlers.removeValue(forKey: fd) != nil else { return }
+        guard registrations.removeValue(forKey: fd) != nil else { return }
         _ = epoll_ctl(epfd, EPOLL_CTL_DEL, fd, nil)
     }
 
@@ -221,7 +215,13 @@ public final class EventLoop {
         wakeups += 1
         for i in 0..<Int(n) {
             let ev = events[i]
-            if let handler = handlers[ev.data.fd] { handler(IOEvents(rawValue: ev.events)) }
+            let (fd, generation) = Registration.decode(ev.data)
+            // A handler earlier in this batch may have closed `fd` and registered another
+            // descriptor under the same number; this event was fetched for the old one. Dropping
+            // it loses nothing: descriptors are level-triggered, so a condition that still holds
+            // is reported again by the next epoll_wait.
+            guard let registration = registrations[fd], registration.generation == generation else { continue }
+            registration.handler(IOEvents(rawValue: ev.events))
         }
         return Int(n)
     }
@@ -232,6 +232,26 @@ public final class EventLoop {
             _ = timers.pop()
             if let handler = timerHandlers.removeValue(forKey: top.id) { handler() }
         }
+    }
+}
+
+/// One watched descriptor's handler, and which registration of that descriptor number it is.
+///
+/// The kernel hands back only the 64 bits of epoll data given at registration, and descriptor
+/// numbers are reused as soon as they are closed. So the data carries the number (low 32 bits) and
+/// a generation (high 32 bits) that is new for every `watch`: an event whose generation is not the
+/// current one for its number was meant for a registration that no longer exists.
+private struct Registration {
+    let generation: UInt32
+    let handler: (IOEvents) -> Void
+
+    func data(_ fd: Int32) -> epoll_data_t {
+        epoll_data_t(u64: UInt64(generation) << 32 | UInt64(UInt32(bitPattern: fd)))
+    }
+
+    static func decode(_ data: epoll_data_t) -> (fd: Int32, generation: UInt32) {
+        let u = data.u64
+        return (Int32(bitPattern: UInt32(truncatingIfNeeded: u)), UInt32(truncatingIfNeeded: u >> 32))
     }
 }
 

@@ -18,7 +18,8 @@ extension EventLoop {
         guard fd >= 0 else { throw SystemError("signalfd") }
         try watch(fd, .readable) { _ in
             var info = signalfd_siginfo()
-            while read(fd, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {
+            let size = MemoryLayout<signalfd_siginfo>.size
+            while case .done(size)? = try? Syscall.call("read", { read(fd, &info, size) }) {
                 handler(Int32(info.ssi_signo))
             }
         }

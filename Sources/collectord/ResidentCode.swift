@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Acquisition  // for the Reactor's Syscall
 
 /// Hands back the code pages start-up needed and the steady state does not.
 ///
@@ -75,9 +76,8 @@ enum ResidentCode {
         var text: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16384)
         while true {
-            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
+            guard let n = try? Syscall.blocking("read", { chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) } }),
+                  n > 0 else { break }
             text.append(contentsOf: chunk[..<n])
         }
         return text
