@@ -2,7 +2,6 @@
 // reading files with the OS's reason on failure, and the host name.
 
 import Glibc
-import Acquisition  // for the Reactor's Syscall
 
 enum SystemFile {
     /// The whole file, or why it cannot be read ("No such file or directory", "is a directory").
@@ -16,11 +15,13 @@ enum SystemFile {
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
         while true {
-            let n: Int
-            do {
-                n = try Syscall.blocking("read") { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
-            } catch {
-                return .failure(.os(error.errno))
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                // Configuration stays below the event loop's modules (it depends on Profiles and
+                // Model only), so this one read loop retries EINTR itself rather than through
+                // Reactor's Syscall.
+                if errno == EINTR { continue }
+                return .failure(.os(errno))
             }
             if n == 0 { return .success(out) }
             out.append(contentsOf: buffer[0..<n])
