@@ -42,10 +42,15 @@ roots_foreign_arch() {
   roots_apt_host qemu-user-static binfmt-support || return 1
   # Containers and CI machines often come without binfmt_misc mounted.
   [ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc || return 1
-  [ -e "/proc/sys/fs/binfmt_misc/qemu-$q" ] || update-binfmts --enable "qemu-$q" || return 1
-  grep -q '^enabled' "/proc/sys/fs/binfmt_misc/qemu-$q" || { roots_say "qemu-$q is registered but disabled"; return 1; }
+  local entry="/proc/sys/fs/binfmt_misc/qemu-$q"
+  if [ -e "$entry" ]; then
+    grep -q '^enabled' "$entry" || echo 1 > "$entry" || return 1
+  else
+    update-binfmts --enable "qemu-$q" || return 1
+  fi
+  grep -q '^enabled' "$entry" || { roots_say "qemu-$q could not be enabled"; return 1; }
   # The F (fix binary) flag lets the interpreter work inside chroots that do not contain it.
-  grep -q '^flags:.*F' "/proc/sys/fs/binfmt_misc/qemu-$q" || roots_say "warning: qemu-$q lacks the F flag; chroots may not find the interpreter"
+  grep -q '^flags:.*F' "$entry" || roots_say "warning: qemu-$q lacks the F flag; chroots may not find the interpreter"
 }
 
 # roots_base SUITE ARCH: prints the path of the packed clean root, making it when missing.
