@@ -14,16 +14,12 @@ rgnupg="$work/repo-gnupg"
 export rsuite rroot rrepo rgnupg
 
 # rin_root [--user NAME] COMMAND...: COMMAND in the Debian 13 root.
-rin_root() {
-  local user=()
-  if [ "$1" = --user ]; then user=(--user "$2"); shift 2; fi
-  roots_run "$rroot" "${user[@]}" -- "$@"
-}
+rin_root() { root=$rroot in_root "$@"; }
 # serve_repo: an HTTP server for the repository on a free loopback port (the root shares the
 # network); prints the port. stop_serving ends it.
 serve_repo() {
   stop_serving
-  local port; port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  local port; port=$(free_port)
   python3 -m http.server --bind 127.0.0.1 --directory "$rrepo" "$port" > "$work/repo-http.log" 2>&1 &
   echo $! > "$work/repo-http.pid"
   local i
@@ -133,7 +129,7 @@ step "Debian 13 $arch: collectord decode gives the test vectors' values" 300 rde
 rstream() {
   rin_root apt-get install -y -q mosquitto mosquitto-clients 2>&1 | tail -n 2 | sed 's/^/     /'
   cp -a "$rroot/var/cache/apt/archives/"*.deb "$cache/apt-archives-$rsuite-$arch/" 2>/dev/null || true
-  local port; port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  local port; port=$(free_port)
   mkdir -p "$rroot/tmp/stream"
   printf 'listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n' "$port" > "$rroot/tmp/stream/mosquitto.conf"
   printf '[mqtt]\nbrokers = ["127.0.0.1:%s"]\nclient_id = "pkgtest"\n[spool]\npath = "/tmp/stream/spool"\n[[tag]]\nname = "kitchen"\naddress = "00:AA:01:01:00:01"\nmodel = "cc2650"\n[[tag]]\nname = "garage"\naddress = "00:AA:01:02:00:02"\nmodel = "cc2541"\n' "$port" > "$rroot/tmp/stream/collectord.conf"
