@@ -9,6 +9,8 @@ import PackageDescription
 //   Acquisition  Bluetooth: HCI, L2CAP/ATT bearer, GATT client, supervision; knows nothing of MQTT
 //   Configuration /etc/collectord.conf: parsing and validation with file:line errors
 //   Publishing   MQTT through libmosquitto on the Reactor loop, payload encoding, on-disk spool
+//   Relay        from a tag's decoded readings to the broker: per-tag sinks, the outbox (send or
+//                spool, replay in order), availability, events and Home Assistant discovery
 //   CMosquitto   libmosquitto, seen through pkg-config
 //   collectord   the executable that wires them together
 let package = Package(
@@ -22,6 +24,7 @@ let package = Package(
         .library(name: "Acquisition", targets: ["Acquisition"]),
         .library(name: "SensorTagEmulator", targets: ["SensorTagEmulator"]),
         .library(name: "Publishing", targets: ["Publishing"]),
+        .library(name: "Relay", targets: ["Relay"]),
         // For the tests and the benchmark rig (Benchmarks/), not for the daemon.
         .library(name: "ChildProcesses", targets: ["ChildProcesses"]),
     ],
@@ -65,6 +68,10 @@ let package = Package(
             name: "Publishing",
             dependencies: ["Profiles", "Model", "Reactor", "CMosquitto"]
         ),
+        .target(
+            name: "Relay",
+            dependencies: ["Profiles", "Model", "Reactor", "Configuration", "Publishing"]
+        ),
         .executableTarget(
             name: "collectord",
             dependencies: [
@@ -74,6 +81,7 @@ let package = Package(
                 "SensorTagEmulator",
                 "Configuration",
                 "Publishing",
+                "Relay",
                 "CMosquitto",
             ]
         ),
@@ -92,11 +100,11 @@ let package = Package(
         ),
         .testTarget(
             name: "PublishingTests",
-            dependencies: ["Publishing", "Profiles", "Reactor", "CMosquitto", "TestSupport", "TestRandom"]
+            dependencies: ["Publishing", "Relay", "Profiles", "Reactor", "CMosquitto", "TestSupport", "TestRandom"]
         ),
         .testTarget(
             name: "CollectordTests",
-            dependencies: ["collectord", "TestSupport"]
+            dependencies: ["collectord", "Relay", "TestSupport"]
         ),
         // Child processes with a clean signal state, tools and free ports; Foundation-free, so
         // the benchmark's probe shares it.

@@ -21,8 +21,6 @@ public struct SensorCounters: Sendable, Equatable {
 public protocol SensorTagSessionDelegate: AnyObject {
     /// Setup finished: every sensor that could be enabled is streaming.
     func sessionReady(_ session: SensorTagSession)
-    /// One decoded reading. The hot path: called once per notification.
-    func session(_ session: SensorTagSession, didRead reading: Reading, index: Int)
     /// Setup could not complete, or the link failed; the session is over.
     func session(_ session: SensorTagSession, didEndWith reason: SessionEnd)
     /// Something worth a log line (setup steps, refused writes, decode errors).
@@ -77,6 +75,8 @@ public final class SensorTagSession {
     private let client: GATTClient
     private let loop: EventLoop
     private let cache: HandleCache
+    /// Where each decoded reading goes; the supervisor may point it elsewhere at any time.
+    public var sink: ReadingSink
     public weak var delegate: SensorTagSessionDelegate?
 
     public private(set) var model: Model?
@@ -110,8 +110,9 @@ public final class SensorTagSession {
     private var lastNotification: Instant
 
     public init(tag: TagConfiguration, bearer: ATTBearer, loop: EventLoop, cache: HandleCache,
-                counters: [SensorCounters]? = nil) {
+                sink: ReadingSink, counters: [SensorCounters]? = nil) {
         self.tag = tag
+        self.sink = sink
         self.bearer = bearer
         self.client = GATTClient(bearer: bearer)
         self.loop = loop
@@ -338,7 +339,7 @@ public final class SensorTagSession {
     // MARK: Streaming
 
     /// The hot path: find the sensor by handle (a scan over at most a dozen entries), skip the
-    /// firmware's all-zero placeholder after enabling, decode in place, hand the reading on.
+    /// firmware's all-zero placeholder after enabling, decode in place, give the reading to the tag's sink.
     private func notification(_ handle: UInt16, _ value: borrowing RawSpan) {
         lastNotification = loop.now
         var i = 0
@@ -356,7 +357,7 @@ public final class SensorTagSession {
             let reading = try active[i].profile.decode(value, settings: active[i].settings)
             counters[index].notifications += 1
             counters[index].lastSeen = lastNotification
-            delegate?.session(self, didRead: reading, index: index)
+            sink.take(reading, sensor: index)
         } catch {
             counters[index].decodeErrors += 1
             // A tag sending garbage must not flood the journal (or allocate a log line per

@@ -162,8 +162,6 @@ public enum ConnectionEvent: Sendable, Equatable, CustomStringConvertible {
 
 public protocol TagSupervisorDelegate: AnyObject {
     func supervisor(_ s: TagSupervisor, event: ConnectionEvent)
-    /// The hot path: one decoded reading of `s.tag.sensors[index]`.
-    func supervisor(_ s: TagSupervisor, didRead reading: Reading, index: Int)
     func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String)
 }
 
@@ -178,6 +176,11 @@ public final class TagSupervisor {
     private let monitor: AdvertisementMonitor?
     private let cache: HandleCache
     public weak var delegate: TagSupervisorDelegate?
+    /// Where the tag's readings go, handed to each session; pointing it elsewhere (a new
+    /// publication after a reload) takes effect with the next notification.
+    public var sink: ReadingSink {
+        didSet { session?.sink = sink }
+    }
 
     public var backoff: Backoff
     public var connectTimeout: Duration = .seconds(10)
@@ -206,9 +209,10 @@ public final class TagSupervisor {
     private var hasStreamed = false
     private var streamingSince: Instant?
 
-    public init(tag: TagConfiguration, loop: EventLoop, adapter: AdapterQueue, monitor: AdvertisementMonitor?,
-                cache: HandleCache, backoff: Backoff = Backoff()) {
+    public init(tag: TagConfiguration, sink: ReadingSink, loop: EventLoop, adapter: AdapterQueue,
+                monitor: AdvertisementMonitor?, cache: HandleCache, backoff: Backoff = Backoff()) {
         self.tag = tag
+        self.sink = sink
         self.loop = loop
         self.adapter = adapter
         self.monitor = monitor
@@ -302,7 +306,7 @@ public final class TagSupervisor {
         connectedSince = loop.now
         emit(.connected)
         state = .settingUp
-        let s = SensorTagSession(tag: tag, bearer: bearer, loop: loop, cache: cache, counters: counters)
+        let s = SensorTagSession(tag: tag, bearer: bearer, loop: loop, cache: cache, sink: sink, counters: counters)
         s.delegate = self
         session = s
         timer = loop.schedule(after: setupTimeout) { [weak self] in
@@ -392,10 +396,6 @@ extension TagSupervisor: SensorTagSessionDelegate {
         hasStreamed = true
         streamingSince = loop.now
         emit(.ready(model: session.model ?? .cc2541, firmware: session.firmware))
-    }
-
-    public func session(_ session: SensorTagSession, didRead reading: Reading, index: Int) {
-        delegate?.supervisor(self, didRead: reading, index: index)
     }
 
     public func session(_ session: SensorTagSession, didEndWith reason: SessionEnd) {

@@ -55,7 +55,7 @@ public final class TagFleet {
             report(true, "\(adapterName) transport ready")
             let waiting = pending
             pending.removeAll()
-            for tag in waiting { add(tag) }
+            for (tag, sink) in waiting { add(tag, sink: sink) }
             return
         }
         if events == nil {
@@ -66,21 +66,28 @@ public final class TagFleet {
         openAdapter()
     }
 
-    public func add(_ tag: TagConfiguration) {
+    /// Supervises `tag` from now on (or once the adapter is open); its readings go to `sink`.
+    public func add(_ tag: TagConfiguration, sink: ReadingSink) {
         precondition(supervisors[tag.name] == nil, "tag names are unique")
         guard let queue else {
-            pending.append(tag)
+            pending.append((tag, sink))
             return
         }
-        let s = TagSupervisor(tag: tag, loop: loop, adapter: queue, monitor: monitor, cache: cache, backoff: backoff)
+        let s = TagSupervisor(tag: tag, sink: sink, loop: loop, adapter: queue, monitor: monitor, cache: cache, backoff: backoff)
         s.delegate = delegate
         supervisors[tag.name] = s
         s.start()
     }
 
+    /// Sends the readings of the tag named `name` to `sink` from now on; its link stays up.
+    public func route(_ name: String, to sink: ReadingSink) {
+        if let s = supervisors[name] { s.sink = sink }
+        if let i = pending.firstIndex(where: { $0.tag.name == name }) { pending[i].sink = sink }
+    }
+
     /// Disconnects and forgets a tag.
     public func remove(_ name: String) {
-        pending.removeAll { $0.name == name }
+        pending.removeAll { $0.tag.name == name }
         supervisors.removeValue(forKey: name)?.stop()
     }
 
@@ -93,7 +100,7 @@ public final class TagFleet {
         events = nil
     }
 
-    private var pending: [TagConfiguration] = []
+    private var pending: [(tag: TagConfiguration, sink: ReadingSink)] = []
 
     /// Attempts to open the adapter so far.
     private(set) var adapterAttempts = 0
@@ -109,7 +116,7 @@ public final class TagFleet {
             report(true, "\(a) is up")
             let waiting = pending
             pending.removeAll()
-            for tag in waiting { add(tag) }
+            for (tag, sink) in waiting { add(tag, sink: sink) }
             for s in supervisors.values { s.resume() }
         } catch {
             adapter = nil

@@ -5,6 +5,7 @@ import Acquisition
 import Configuration
 import Profiles
 import Publishing
+import Relay
 import SensorTagEmulator
 
 /// The daemon: one event loop, the Bluetooth fleet on one side, the MQTT publication on the
@@ -36,7 +37,7 @@ final class Daemon: TagSupervisorDelegate {
         self.config = configuration
         loop = try EventLoop()
         started = loop.now
-        publication = try Publication(configuration: configuration, loop: loop)
+        publication = try Daemon.publication(configuration, loop: loop)
         switch source {
         case .bluetooth:
             fleet = TagFleet(loop: loop, adapter: configuration.adapter)
@@ -68,8 +69,7 @@ final class Daemon: TagSupervisorDelegate {
         if !spool.isEmpty { Log.notice("spool: \(spool.count) messages waiting from before, replayed once connected") }
         for tag in config.tags {
             emulation?.place(tag)
-            publication.add(tag)
-            fleet.add(tag)
+            fleet.add(tag, sink: publication.add(tag))
         }
         publication.start()
         fleet.start()
@@ -140,26 +140,30 @@ final class Daemon: TagSupervisorDelegate {
             fleet.remove(old.name)
             publication.remove(old.name)
             emulation?.place(changed)
-            publication.add(changed)
-            fleet.add(changed)
+            fleet.add(changed, sink: publication.add(changed))
         }
         for tag in diff.added {
             Log.notice("reload: tag \(tag.name) added")
             emulation?.place(tag)
-            publication.add(tag)
-            fleet.add(tag)
+            fleet.add(tag, sink: publication.add(tag))
         }
         config = new
         scheduleStats()
         Log.notice("reload: \(path) applied (\(diff.added.count) added, \(diff.removed.count) removed, \(diff.changed.count) changed)")
     }
 
+    private static func publication(_ c: DaemonConfiguration, loop: EventLoop) throws -> Publication {
+        try Publication(configuration: c, loop: loop, softwareVersion: CollectordVersion.string, log: Log.write)
+    }
+
+    /// The old publication has closed its spool: the new one takes every tag's readings, and
+    /// the links stay up.
     private func replacePublication(_ c: DaemonConfiguration) {
         do {
-            let p = try Publication(configuration: c, loop: loop)
+            let p = try Daemon.publication(c, loop: loop)
             p.onEvent = { [weak self] event in self?.mqttEvent(event) }
             for tag in c.tags {
-                p.add(tag)
+                fleet.route(tag.name, to: p.add(tag))
                 if let s = fleet.supervisors[tag.name], s.state == .streaming { p.setOnline(tag.name, true) }
             }
             publication = p
@@ -245,10 +249,6 @@ final class Daemon: TagSupervisorDelegate {
             Log.info("\(name): \(event)")
         }
         publication.publishEvent(event.name, tag: s.tag, detail: event.description)
-    }
-
-    func supervisor(_ s: TagSupervisor, didRead reading: Reading, index: Int) {
-        publication.publish(reading, tag: s.tag.name, index: index)
     }
 
     func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {

@@ -18,7 +18,7 @@ private func scratchDirectory() -> String {
 private func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
 @Suite struct SocketAirTests {
-    final class Rig: TagSupervisorDelegate {
+    final class Rig: TagSupervisorDelegate, ReadingSink {
         let loop: EventLoop
         let directory = scratchDirectory()
         let air: TagSocketConnector
@@ -37,14 +37,17 @@ private func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
         }
 
         func supervisor(_ s: TagSupervisor, event: ConnectionEvent) { events.append(event.name) }
-        func supervisor(_ s: TagSupervisor, didRead reading: Reading, index: Int) {
-            readings[s.tag.sensors[index].sensor, default: 0] += 1
+        /// The rig supervises one tag at a time: `sensors` are its configured ones.
+        var sensors: [SensorConfiguration] = []
+        func take(_ reading: Reading, sensor: Int) {
+            readings[sensors[sensor].sensor, default: 0] += 1
         }
         func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {}
 
         func supervise(_ sensors: [SensorConfiguration]) -> TagSupervisor {
             let tag = TagConfiguration(name: "t", address: address, model: nil, sensors: sensors)
-            let s = TagSupervisor(tag: tag, loop: loop, adapter: AdapterQueue(connector: air), monitor: air,
+            self.sensors = sensors
+            let s = TagSupervisor(tag: tag, sink: self, loop: loop, adapter: AdapterQueue(connector: air), monitor: air,
                                   cache: HandleCache(), backoff: Backoff(base: .milliseconds(100), cap: .seconds(1), maxAttempts: 50))
             s.delegate = self
             return s

@@ -36,7 +36,8 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
         air.add(emulator, at: address)
         let all = SensorProfile.all(for: model.hardware).filter(\.notifies).map { SensorConfiguration($0.sensor) }
         let tag = TagConfiguration(name: name, address: address, model: pinned, sensors: sensors ?? all)
-        let s = TagSupervisor(tag: tag, loop: loop, adapter: adapter, monitor: air, cache: cache, backoff: backoff)
+        let s = TagSupervisor(tag: tag, sink: Readings(of: tag, into: self), loop: loop, adapter: adapter, monitor: air,
+                              cache: cache, backoff: backoff)
         s.random = { 0.5 }
         s.delegate = self
         supervisors.append(s)
@@ -60,10 +61,18 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
 
     // TagSupervisorDelegate
     func supervisor(_ s: TagSupervisor, event: ConnectionEvent) { events.append((s.tag.name, event, loop.now)) }
-    func supervisor(_ s: TagSupervisor, didRead reading: Reading, index: Int) {
-        readings[s.tag.name, default: [:]][s.tag.sensors[index].sensor, default: []].append((reading, loop.now))
-    }
     func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) { logs.append("\(s.tag.name): \(message)") }
+
+    /// One tag's sink: records each reading under the tag's name and configured sensor, with the
+    /// time it arrived.
+    final class Readings: ReadingSink {
+        let tag: TagConfiguration
+        unowned let fleet: Fleet
+        init(of tag: TagConfiguration, into fleet: Fleet) { self.tag = tag; self.fleet = fleet }
+        func take(_ reading: Reading, sensor: Int) {
+            fleet.readings[tag.name, default: [:]][tag.sensors[sensor].sensor, default: []].append((reading, fleet.loop.now))
+        }
+    }
 
     // LinkConnector: the emulated air, with the number of attempts in flight tracked.
     func connect(to address: BluetoothAddress, timeout: Duration, _ completion: @escaping (Result<Int32, LinkError>) -> Void) -> LinkAttempt {

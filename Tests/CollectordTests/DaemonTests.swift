@@ -511,6 +511,30 @@ func gapFree(_ seqs: [Int]) -> Bool {
         #expect(daemon.log.contains("reload: tag kitchen removed") && daemon.log.contains("reload: tag garage added"))
     }
 
+    /// A reload that changes `[mqtt]` replaces the publication: the tags keep their links and
+    /// their readings go to the new broker from then on.
+    @Test func sighupChangingTheBrokerMovesTheReadingsAndKeepsTheLinks() throws {
+        let first = try Broker(), second = try Broker()
+        let sub1 = try Subscriber(port: first.port), sub2 = try Subscriber(port: second.port)
+        let kitchenOnly = """
+            [[tag]]
+            name = "kitchen"
+            address = "00:AA:01:01:00:01"
+            model = "cc2650"
+            """
+        let daemon = try DaemonProcess(config: config(port: first.port, tags: kitchenOnly))
+        try daemon.start()
+        #expect(sub1.waitFor { !$0.seqs("kitchen/humidity").isEmpty }, "the kitchen streams to the first broker")
+        try daemon.write(config: config(port: second.port, tags: kitchenOnly))
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLog("MQTT settings changed"))
+        #expect(sub2.waitFor { $0.seqs("kitchen/humidity").count >= 2 }, "the kitchen streams to the second broker")
+        daemon.stop()
+        sub1.stop()
+        sub2.stop()
+        #expect(daemon.log.components(separatedBy: "kitchen: streaming").count == 2, "one link, kept across the reload")
+    }
+
     /// The sd_notify protocol as systemd sees it, through a real datagram socket.
     @Test func tellsSystemdReadyWatchdogReloadingAndStopping() throws {
         let broker = try Broker()

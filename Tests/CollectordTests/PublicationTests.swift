@@ -2,11 +2,11 @@
 
 import Foundation
 import Testing
-@testable import collectord
-import Acquisition
 import Configuration
 import Profiles
 import Publishing
+import Reactor
+import Relay
 
 /// A broker of its own, a Publication for one tag "t" on a fresh loop, a subscriber to its
 /// humidity topic, and a humidity reading to publish.
@@ -15,6 +15,7 @@ final class PublicationFixture {
     let directory: URL
     let loop: EventLoop
     let publication: Publication
+    let sink: ReadingSink
     let subscriber: Subscriber
     let reading: Reading
     let index: Int
@@ -41,8 +42,8 @@ final class PublicationFixture {
             throw FixtureError.configurationRejected
         }
         loop = try EventLoop()
-        publication = try Publication(configuration: configuration, loop: loop)
-        publication.add(configuration.tags[0])
+        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "test") { _, _ in }
+        sink = publication.add(configuration.tags[0])
         subscriber = try Subscriber(port: broker.port, topic: "collectord/t/humidity")
         let profile = SensorProfile.all(for: model ?? .cc2541).first { $0.sensor == .humidity }!
         reading = try [UInt8]([0x50, 0x64, 0xE8, 0x7F]).withUnsafeBytes {
@@ -52,7 +53,7 @@ final class PublicationFixture {
     }
 
     func publish(_ count: Int) {
-        for _ in 0..<count { publication.publish(reading, tag: "t", index: index) }
+        for _ in 0..<count { sink.take(reading, sensor: index) }
     }
 
     /// Waits (without the loop: the broker delivers on its own) for `count` messages.

@@ -5,6 +5,7 @@ import Foundation
 import Glibc
 @testable import Profiles
 @testable import Publishing
+import Relay
 import TestRandom
 import Testing
 

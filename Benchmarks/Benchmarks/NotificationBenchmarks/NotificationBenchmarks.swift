@@ -12,7 +12,7 @@
 //
 // Every benchmark body runs `benchmark.scaledIterations` = 1,000 steps (scalingFactor .kilo), so
 // one sample is 1,000 notifications: per step the emulator's bearer sends the prebuilt PDU and
-// the loop turns once (epoll_wait, recv, parse, decode, delegate). After each sample the number of
+// the loop turns once (epoll_wait, recv, parse, decode, sink). After each sample the number of
 // readings delivered must equal the number of PDUs sent, or the run stops with a fatal error.
 
 import Benchmark

@@ -225,7 +225,7 @@ if let notifications = suites["NotificationBenchmarks"] {
         return (c, n)
     }
     if !results.isEmpty { print("") }
-    print("Notification path: recv → parse → session → decode → delegate, through the real client stack (per notification)")
+    print("Notification path: recv → parse → session → decode → sink, through the real client stack (per notification)")
     print("")
     var cols = ["notification", "payload bytes", "ns/notification (p50)", "ns (p90)", "mallocs/notification",
                 "mallocs per 1,000-notification sample (min–max)"]

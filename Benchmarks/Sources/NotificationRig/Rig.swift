@@ -3,7 +3,7 @@
 //
 //   emulator's ATTBearer.sendRaw(pdu) ──socketpair──▶ EventLoop.runOnce (epoll_wait)
 //     ▶ client ATTBearer.ready (recv) ▶ dispatch (ATTPDU.parse) ▶ SensorTagSession.notification
-//     ▶ SensorProfile.decode ▶ TagSupervisor ▶ ReadingCounter (count += 1)
+//     ▶ SensorProfile.decode ▶ the tag's ReadingSink, here a ReadingCounter (count += 1)
 //
 // Setup (not measured) is what the daemon does: a TagSupervisor connects through an
 // AdapterQueue over an EmulatedAdapter, the session discovers, configures and subscribes the one
@@ -14,7 +14,8 @@
 // without waiting; the clock (a ManualClock) does not move, so no timer fires.
 //
 // The benchmark target, the valgrind probe and its self-check all use this one rig; the publish
-// rig (Sources/PublishRig) builds on it with its own clock and delegate.
+// rig (Sources/PublishRig) builds on it with its own clock, and points the tag's sink at the
+// daemon's Publication once set up.
 
 import Acquisition
 import Profiles
@@ -48,27 +49,21 @@ public let notificationCases: [NotificationCase] = [
     .init(model: .cc2541(), sensor: .gyroscope),
 ]
 
-/// What the rig needs of the supervisor's delegate: how many readings it has been handed, and a
-/// transcript of events and log lines kept while `transcript` is non-nil (during setup), to
-/// explain a setup that fails.
-public protocol RigDelegate: TagSupervisorDelegate {
-    var count: Int { get }
-    var transcript: [String]? { get set }
-}
-
-/// The supervisor's delegate: counts readings in an Int and does nothing else on the hot path.
-public final class ReadingCounter: RigDelegate {
+/// The tag's sink and the supervisor's delegate: counts readings in an Int and does nothing else
+/// on the hot path; keeps a transcript of events and log lines while `transcript` is non-nil
+/// (during setup), to explain a setup that fails.
+public final class ReadingCounter: ReadingSink, TagSupervisorDelegate {
     public var count = 0
     public var transcript: [String]? = []
 
     public init() {}
 
-    public func supervisor(_ s: TagSupervisor, event: ConnectionEvent) {
-        transcript?.append("event: \(event)")
+    public func take(_ reading: Reading, sensor: Int) {
+        count += 1
     }
 
-    public func supervisor(_ s: TagSupervisor, didRead reading: Reading, index: Int) {
-        count += 1
+    public func supervisor(_ s: TagSupervisor, event: ConnectionEvent) {
+        transcript?.append("event: \(event)")
     }
 
     public func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {
@@ -91,8 +86,9 @@ public final class NotificationRig {
     public let adapter: AdapterQueue
     public let cache = HandleCache()
     public let supervisor: TagSupervisor
-    /// The supervisor's delegate: a `ReadingCounter` unless the caller gave another.
-    public let counter: any RigDelegate
+    /// The tag's sink during setup (and afterwards, unless the caller points the supervisor's
+    /// sink elsewhere), and the supervisor's delegate.
+    public let counter = ReadingCounter()
     /// The sensor's data value handle, as the session discovered it.
     public let dataHandle: UInt16
     /// The value notified: the emulator's last measurement.
@@ -102,16 +98,14 @@ public final class NotificationRig {
     /// The same PDU one byte short: the session must count a decode error and log it, which
     /// builds a String. The positive control that shows allocations on this path are counted.
     public let shortPDU: [UInt8]
-    /// PDUs sent by `deliver()` and readings counted before the first one.
+    /// PDUs sent by `deliver()`, and readings the session had decoded before the first one.
     public private(set) var sent = 0
-    public private(set) var countBefore = 0
+    public private(set) var decodedBefore: UInt64 = 0
 
-    /// By default the rig makes its own loop on a `ManualClock` and counts readings with a
-    /// `ReadingCounter`. A caller's `loop` must run on a manual clock (virtual time) until the
-    /// setup is done; `delegate` then receives the readings.
-    public init(_ c: NotificationCase, loop given: EventLoop? = nil, delegate: (any RigDelegate)? = nil) throws(RigError) {
+    /// By default the rig makes its own loop on a `ManualClock`. A caller's `loop` must run on a
+    /// manual clock (virtual time) until the setup is done.
+    public init(_ c: NotificationCase, loop given: EventLoop? = nil) throws(RigError) {
         self.c = c
-        counter = delegate ?? ReadingCounter()
         if let given {
             loop = given
         } else {
@@ -128,7 +122,7 @@ public final class NotificationRig {
         air.add(emulator, at: address)
         adapter = AdapterQueue(connector: air)
         let tag = TagConfiguration(name: "bench", address: address, sensors: [SensorConfiguration(c.sensor)])
-        supervisor = TagSupervisor(tag: tag, loop: loop, adapter: adapter, monitor: air, cache: cache)
+        supervisor = TagSupervisor(tag: tag, sink: counter, loop: loop, adapter: adapter, monitor: air, cache: cache)
         supervisor.random = { 0.5 }
         supervisor.delegate = counter
 
@@ -176,11 +170,11 @@ public final class NotificationRig {
         guard counter.count == before + 1 else {
             throw failure("a prebuilt notification produced \(counter.count - before) readings, not 1")
         }
-        countBefore = counter.count
+        decodedBefore = decoded
     }
 
     /// One measured step: the tag's side sends the prebuilt PDU (an existing array), and one turn
-    /// of the loop receives, parses, decodes and hands the reading to the counter.
+    /// of the loop receives, parses, decodes and hands the reading to the tag's sink.
     @inline(__always)
     public func deliver() {
         emulator.bearer!.sendRaw(pdu)
@@ -198,8 +192,11 @@ public final class NotificationRig {
     /// Decode errors the session has counted for the sensor.
     public var decodeErrors: UInt64 { supervisor.session?.counters[0].decodeErrors ?? 0 }
 
+    /// Readings the session has decoded and handed to the sink, whichever it is.
+    private var decoded: UInt64 { supervisor.session?.counters[0].notifications ?? 0 }
+
     /// Readings produced by `deliver()` so far.
-    public var delivered: Int { counter.count - countBefore }
+    public var delivered: Int { Int(decoded - decodedBefore) }
 
     /// Nil when every PDU sent became exactly one reading and nothing was refused or dropped;
     /// otherwise why not.

@@ -2,11 +2,14 @@
 // to mosquitto_publish, on one event loop with a real broker:
 //
 //   emulator's ATTBearer.sendRaw(pdu) ──socketpair──▶ EventLoop.runOnce ▶ ATTBearer (recv, parse)
-//     ▶ SensorTagSession (decode) ▶ TagSupervisor ▶ ReadingPublication (Publication's hot path:
-//     TagReadings.encode into the reused buffer) ▶ MQTTPublisher.publish ▶ mosquitto_publish
+//     ▶ SensorTagSession (decode) ▶ Publication.Tag.take, the tag's sink (TagReadings.encode into
+//     the reused buffer) ▶ Outbox.send ▶ MQTTPublisher.publish ▶ mosquitto_publish
 //     ──TCP──▶ mosquitto (a child process on a loopback port)
 //   … ◀──PUBACK── mosquitto: EventLoop.runOnce ▶ MQTTPublisher.handleIO ▶ mosquitto_loop_read
-//     ▶ publish callback ▶ ReadingPublication.publisher(_:didDeliver:)
+//     ▶ publish callback ▶ Publication.publisher(_:didDeliver:) ▶ Outbox.delivered
+//
+// The Publication is the daemon's own (Sources/Relay), made from the daemon's default
+// configuration with this rig's broker, client id and spool directory, and discovery off.
 //
 // Setup (not measured): a NotificationRig (emulated tag, TagSupervisor, streaming one sensor,
 // emulator silenced, notification PDU prebuilt; see Sources/NotificationRig/Rig.swift) on a loop
@@ -15,8 +18,9 @@
 // while no timer (emulator, session watchdog, MQTT keepalive) can come due. For `.broker`, a
 // mosquitto is started and the publisher connected (QoS 1, as the daemon's default); for
 // `.spool`, the publisher is never started, so every reading goes to the spool as it does while
-// the daemon has no broker. Only then is the tag added to the publication: readings decoded
-// during setup find no tag and are dropped by Publication's own `guard let t = tags[name]`.
+// the daemon has no broker. Only then is the tag added to the publication and the supervisor's
+// sink pointed at it (during setup the notification rig's counter took the readings); with a
+// broker, the tag's retained availability message is acknowledged before anything is measured.
 //
 // One measured step (`deliver()`): the emulator sends the PDU and the loop turns once (recv →
 // publish, and libmosquitto writes the PUBLISH to the socket within mosquitto_publish); then, for
@@ -25,10 +29,12 @@
 // its real rates, where every PUBACK comes back long before the next notification.
 
 import Acquisition
+import Configuration
 import NotificationRig
 import Profiles
 import Publishing
 import Reactor
+import Relay
 import SensorTagEmulator
 
 #if canImport(Glibc)
@@ -75,11 +81,16 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
+/// What the publication said during setup, for a setup that fails.
+final class EventTranscript {
+    var lines: [String] = []
+}
+
 public final class PublishRig {
     public let c: PublishCase
     public let clock = RigClock()
     public let loop: EventLoop
-    public let publication: ReadingPublication
+    public let publication: Publication
     public let notification: NotificationRig
     public let broker: Broker?
     public let spoolDirectory: String
@@ -110,15 +121,23 @@ public final class PublishRig {
         let unique = UInt64(UInt32(truncatingIfNeeded: getpid())) << 32 | UInt64(UInt32.random(in: 0...UInt32.max))
         let hex = String(unique, radix: 16)
         let clientID = "collectord-bench-" + String(repeating: "0", count: 16 - hex.count) + hex
-        publication = try ReadingPublication(loop: loop, broker: MQTTBroker(host: "127.0.0.1", port: started?.port ?? 1),
-                                             clientID: clientID, spoolDirectory: spoolDirectory)
-        notification = try NotificationRig(c.notification, loop: loop, delegate: publication)
+        var configuration = DaemonConfiguration()
+        configuration.mqtt.brokers = [MQTTBroker(host: "127.0.0.1", port: started?.port ?? 1)]
+        configuration.mqtt.clientID = clientID
+        configuration.spool.path = spoolDirectory
+        configuration.homeAssistant.discovery = false
+        let events = EventTranscript()
+        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "benchmark") { level, message in
+            events.lines.append("\(level): \(message())")
+        }
+        publication.onEvent = { events.lines.append("\($0)") }
+        notification = try NotificationRig(c.notification, loop: loop)
         clock.freeze()
 
         let publication = self.publication, loop = self.loop
         func failure(_ what: String) -> RigError {
             RigError(description: "\(c.name): \(what); publisher \(publication.publisher.state), events: "
-                + publication.events.map(\.description).joined(separator: "; "))
+                + events.lines.joined(separator: "; "))
         }
         /// Turns the loop (really waiting) until `condition` or 5 s.
         func wait(_ condition: () -> Bool) -> Bool {
@@ -136,7 +155,12 @@ public final class PublishRig {
             // The retained "online" status (QoS 1) is in flight: wait for its PUBACK too.
             guard wait({ publication.publisher.inFlight == 0 }) else { throw failure("the status message was not acknowledged") }
         }
-        publication.add(notification.supervisor.tag)
+        let tag = notification.supervisor.tag
+        let sink = publication.add(tag)
+        notification.supervisor.sink = sink
+        if c.mode == .broker {
+            guard wait({ publication.publisher.inFlight == 0 }) else { throw failure("the tag's availability was not acknowledged") }
+        }
 
         // One reading by hand must go all the way: published and acknowledged, or spooled.
         let stats = publication.publisher.statistics
@@ -151,15 +175,26 @@ public final class PublishRig {
         } else {
             guard publication.spool.count == spooled + 1 else { throw failure("the first reading was not spooled") }
         }
-        guard publication.readingsPublished == 1, publication.rejected == 0 else {
-            throw failure("\(publication.readingsPublished) readings encoded, \(publication.rejected) rejected")
+        guard publication.readingsPublished == 1, publication.rejected + publication.outbox.rejected == 0 else {
+            throw failure("\(publication.readingsPublished) readings encoded, \(publication.rejected + publication.outbox.rejected) rejected")
         }
         topic = publication.publisher.topics.prefix + "/" + notification.supervisor.tag.name + "/" + c.notification.sensor.rawValue
-        samplePayload = publication.payloadText
+        samplePayload = try Self.payload(of: c, tag: tag, readings: publication.tags[tag.name]!.readings, sample: notification.value)
         handedOffBefore = publication.publisher.statistics.handedOff
         deliveredBefore = publication.publisher.statistics.delivered
         appendedBefore = publication.spool.nextSequence
         readingsBefore = publication.readingsPublished
+    }
+
+    /// What a reading of `sample` looks like on the wire (the seq and time differ from the last
+    /// one published by a digit at most), for the constant-payload control.
+    static func payload(of c: PublishCase, tag: TagConfiguration, readings: TagReadings, sample: [UInt8]) throws -> String {
+        guard let profile = SensorProfile.lookup(c.model, c.notification.sensor) else { throw RigError(description: "\(c.name): no profile") }
+        let reading = try sample.withUnsafeBytes { try profile.decode(RawSpan(_unsafeBytes: $0), settings: SensorSettings()) }
+        var readings = readings
+        var buffer = readings.encoder.makeBuffer()
+        _ = try readings.encode(reading, index: 0, time: .now(), into: &buffer)
+        return buffer.text
     }
 
     /// One measured step: a notification all the way to mosquitto_publish (or the spool), then,
@@ -222,8 +257,9 @@ public final class PublishRig {
             let appended = publication.spool.nextSequence - appendedBefore
             if appended != UInt64(sent) { out.append("\(appended) of \(sent) appended to the spool") }
         }
-        if publication.rejected != 0 || publication.spoolErrors != 0 {
-            out.append("\(publication.rejected) rejected, \(publication.spoolErrors) spool errors")
+        let rejected = publication.rejected + publication.outbox.rejected
+        if rejected != 0 || publication.outbox.spoolErrors != 0 {
+            out.append("\(rejected) rejected, \(publication.outbox.spoolErrors) spool errors")
         }
         if stuck != 0 { out.append("\(stuck) PUBACKs not seen within 5 s") }
         return out.isEmpty ? nil : "\(c.name): " + out.joined(separator: "; ")
@@ -239,7 +275,8 @@ public final class PublishRig {
             while !done && monotonicNanoseconds() < deadline { loop.runOnce(maxWait: .milliseconds(50)) }
         }
         notification.close()
-        publication.close()
+        publication.outbox.stopSyncing()
+        try? publication.spool.close()
         broker?.stop()
         removeDirectory(spoolDirectory)
     }

@@ -1,11 +1,11 @@
-// The per-reading part of publishing one tag's readings, shared by the daemon (Publication) and
-// the publish benchmarks (Benchmarks/Sources/PublishRig), so that what is measured is the code
-// the daemon runs.
+// The per-reading state of one tag's readings: what changes with each reading (the sequence
+// numbers) and what is built once so that a reading costs no allocation (topics, the encoder).
 
 import Profiles
+import Publishing
 
 /// One tag's readings on their way to MQTT: the tag's encoder and, for each configured sensor (by
-/// the index the supervisor reports its readings with), its topic, built once, and the sequence
+/// the index its readings arrive with, see `ReadingSink`), its topic, built once, and the sequence
 /// number of its next reading.
 public struct TagReadings: Sendable {
     public private(set) var encoder: ReadingEncoder
@@ -14,7 +14,7 @@ public struct TagReadings: Sendable {
     /// The sequence number of each sensor's next reading.
     public private(set) var sequences: [UInt64]
 
-    /// `sensors` in the order of the tag's configuration (the supervisor's index).
+    /// `sensors` in the order of the tag's configuration (the sink's numbering).
     public init(tag: String, address: String, model: Model, sensors: [Sensor], topics: Topics) {
         encoder = ReadingEncoder(tag: tag, address: address, model: model)
         self.topics = sensors.map { topics.reading(tag: tag, sensor: $0) }

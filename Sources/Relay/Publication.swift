@@ -1,62 +1,90 @@
-import Acquisition
 import Configuration
+import Model
 import Profiles
 import Publishing
+import Reactor
 
 /// Everything that goes to the broker: readings (encoded into one reused buffer), per-tag
 /// availability, connection events, statistics and Home Assistant discovery. It decides what is
 /// spooled: readings and events wait on disk while the broker is away and are replayed in order
 /// before anything newer; retained state (status, availability, discovery) is simply published
 /// again, current, on every connection.
-final class Publication: MQTTPublisherDelegate {
-    let publisher: MQTTPublisher
+public final class Publication: MQTTPublisherDelegate {
+    public let publisher: MQTTPublisher
     /// Readings and events: straight out, or spooled and replayed in order.
-    let outbox: Outbox
-    var spool: Spool { outbox.spool }
-    let topics: Topics
+    public let outbox: Outbox
+    public var spool: Spool { outbox.spool }
+    public let topics: Topics
     private let discovery: HomeAssistantDiscovery?
-    private var buffer: PayloadBuffer
+    /// Every tag's readings are encoded here, one at a time, and handed on before the next.
+    fileprivate var buffer: PayloadBuffer
+    private let log: (LogLevel, () -> String) -> Void
 
-    /// What is known of a tag for publishing.
-    final class TagState {
-        let config: TagConfiguration
+    /// One tag as the publication knows it, and the sink its readings arrive at: from the session
+    /// that decoded a reading to the outbox in one call.
+    public final class Tag: ReadingSink {
+        public let config: TagConfiguration
         /// Per configured sensor: its topic (built once) and its next sequence number; the encoder.
-        var readings: TagReadings
+        public internal(set) var readings: TagReadings
         let availabilityTopic: String
         var online = false
         var model: Model?
         var firmware: String?
+        /// The tag outlives neither its publication nor its place in `tags`.
+        private unowned let publication: Publication
 
-        init(_ config: TagConfiguration, topics: Topics) {
+        init(_ config: TagConfiguration, publication: Publication) {
             self.config = config
             self.model = config.model
+            self.publication = publication
             readings = TagReadings(tag: config.name, address: config.address.description, model: config.model ?? .cc2650,
-                                   sensors: config.sensors.map(\.sensor), topics: topics)
-            availabilityTopic = topics.availability(tag: config.name)
+                                   sensors: config.sensors.map(\.sensor), topics: publication.topics)
+            availabilityTopic = publication.topics.availability(tag: config.name)
+        }
+
+        /// The hot path. Encodes into the publication's reused buffer and hands it to the outbox;
+        /// what cannot be delivered now (or must wait behind older spooled messages, to keep order)
+        /// goes to the spool.
+        public func take(_ reading: Reading, sensor: Int) {
+            let p = publication
+            let topic: String
+            do {
+                topic = try readings.encode(reading, index: sensor, time: .now(), into: &p.buffer)
+            } catch {
+                p.rejected += 1
+                return
+            }
+            p.readingsPublished += 1
+            p.buffer.withUnsafeBytes { p.outbox.send(topic: topic, payload: $0) }
         }
     }
-    private(set) var tags: [String: TagState] = [:]
+    public private(set) var tags: [String: Tag] = [:]
 
     /// Readings that did not fit the payload buffer.
-    private(set) var rejected: UInt64 = 0
-    private(set) var readingsPublished: UInt64 = 0
-    var onEvent: ((MQTTConnectionEvent) -> Void)?
+    public fileprivate(set) var rejected: UInt64 = 0
+    public fileprivate(set) var readingsPublished: UInt64 = 0
+    public var onEvent: ((MQTTConnectionEvent) -> Void)?
 
-    init(configuration c: DaemonConfiguration, loop: EventLoop) throws {
+    /// `log` takes the publication's log lines (spool errors, libmosquitto's messages), built only
+    /// if wanted;
+    /// `softwareVersion` is announced in Home Assistant's device registry.
+    public init(configuration c: DaemonConfiguration, loop: EventLoop, softwareVersion: String,
+                log: @escaping (LogLevel, () -> String) -> Void) throws {
+        self.log = log
         topics = try Topics(prefix: c.mqtt.topicPrefix, client: c.mqtt.clientID)
         publisher = try MQTTPublisher(configuration: Publication.publisherConfiguration(c), loop: loop)
         let spool = try Spool(directory: c.spool.path, maxBytes: c.spool.maxBytes,
                               segmentBytes: max(64 << 10, min(1 << 20, c.spool.maxBytes / 16)))
         outbox = Outbox(publisher: publisher, spool: spool, qos: Int32(c.mqtt.qos.rawValue), retain: c.mqtt.retain, loop: loop)
-        outbox.onSpoolError = { Log.error("spool: \($0)") }
+        outbox.onSpoolError = { message in log(.error) { "spool: \(message)" } }
         discovery = c.homeAssistant.discovery
-            ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: CollectordVersion.string)
+            ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: softwareVersion)
             : nil
         buffer = PayloadBuffer(capacity: 2048)
         publisher.delegate = self
     }
 
-    static func publisherConfiguration(_ c: DaemonConfiguration) -> MQTTPublisherConfiguration {
+    public static func publisherConfiguration(_ c: DaemonConfiguration) -> MQTTPublisherConfiguration {
         var tls: MQTTTLS?
         if c.mqtt.tls.enabled {
             tls = MQTTTLS(trust: c.mqtt.tls.caFile.map { .caFile($0) } ?? .systemStore,
@@ -71,17 +99,21 @@ final class Publication: MQTTPublisherDelegate {
             tls: tls, maxInFlight: c.mqtt.maxInflight)
     }
 
-    func start() { publisher.start() }
+    public func start() { publisher.start() }
 
     // MARK: Tags
 
-    func add(_ tag: TagConfiguration) {
-        tags[tag.name] = TagState(tag, topics: topics)
-        if publisher.isConnected { publishState(of: tags[tag.name]!) }
+    /// Publishes `tag` from now on; its readings go to the sink returned.
+    @discardableResult
+    public func add(_ tag: TagConfiguration) -> ReadingSink {
+        let t = Tag(tag, publication: self)
+        tags[tag.name] = t
+        if publisher.isConnected { publishState(of: t) }
+        return t
     }
 
     /// A removed tag: offline, and its discovery entries withdrawn.
-    func remove(_ name: String) {
+    public func remove(_ name: String) {
         guard let t = tags.removeValue(forKey: name) else { return }
         publishRetained(t.availabilityTopic, ControlPayloads.offline)
         if let discovery {
@@ -91,14 +123,14 @@ final class Publication: MQTTPublisherDelegate {
         }
     }
 
-    func setOnline(_ name: String, _ online: Bool) {
+    public func setOnline(_ name: String, _ online: Bool) {
         guard let t = tags[name], t.online != online else { return }
         t.online = online
         publishRetained(t.availabilityTopic, online ? ControlPayloads.online : ControlPayloads.offline)
     }
 
     /// The tag reported its model and firmware: (re)announce it to Home Assistant if that changed.
-    func identified(_ name: String, model: Model, firmware: String?) {
+    public func identified(_ name: String, model: Model, firmware: String?) {
         guard let t = tags[name] else { return }
         let changed = t.model != model || t.firmware != firmware
         t.model = model
@@ -107,47 +139,32 @@ final class Publication: MQTTPublisherDelegate {
         if changed { announce(t) }
     }
 
-    private func device(_ t: TagState) -> HomeAssistantDiscovery.Device {
+    private func device(_ t: Tag) -> HomeAssistantDiscovery.Device {
         HomeAssistantDiscovery.Device(tag: t.config.name, address: t.config.address.description,
                                       model: t.model ?? .cc2650, firmware: t.firmware)
     }
 
-    private func announce(_ t: TagState) {
+    private func announce(_ t: Tag) {
         guard let discovery, let model = t.model, publisher.isConnected else { return }
         let sensors = t.config.sensors.map(\.sensor).filter { SensorProfile.lookup(model, $0) != nil }
         for m in discovery.configs(for: device(t), sensors: sensors) { publishRetained(m.topic, m.payload) }
     }
 
-    private func publishState(of t: TagState) {
+    private func publishState(of t: Tag) {
         publishRetained(t.availabilityTopic, t.online ? ControlPayloads.online : ControlPayloads.offline)
         announce(t)
     }
 
-    // MARK: Readings: the hot path
-
-    /// Encodes into the reused buffer and hands it to libmosquitto; what cannot be delivered now
-    /// (or must wait behind older spooled messages, to keep order) goes to the spool.
-    func publish(_ reading: Reading, tag name: String, index: Int) {
-        guard let t = tags[name] else { return }
-        let topic: String
-        do {
-            topic = try t.readings.encode(reading, index: index, time: .now(), into: &buffer)
-        } catch {
-            rejected += 1
-            return
-        }
-        readingsPublished += 1
-        buffer.withUnsafeBytes { outbox.send(topic: topic, payload: $0) }
-    }
+    // MARK: Events and statistics
 
     /// A connection event of a tag or of the adapter, for `<prefix>/<client>/events`; spooled like
     /// readings, since it is history a subscriber may want.
-    func publishEvent(_ name: String, tag: TagConfiguration?, detail: String?) {
+    public func publishEvent(_ name: String, tag: TagConfiguration?, detail: String?) {
         let payload = ControlPayloads.event(name, time: .now(), tag: tag?.name, address: tag?.address.description, detail: detail)
         payload.withUnsafeBytes { outbox.send(topic: topics.events, payload: $0) }
     }
 
-    func publishStats(_ payload: [UInt8]) {
+    public func publishStats(_ payload: [UInt8]) {
         guard publisher.isConnected else { return }
         _ = publisher.publish(topic: topics.stats, payload: payload, qos: 0, retain: false)
     }
@@ -159,7 +176,7 @@ final class Publication: MQTTPublisherDelegate {
 
     // MARK: MQTTPublisherDelegate
 
-    func publisher(_ publisher: MQTTPublisher, didReport event: MQTTConnectionEvent) {
+    public func publisher(_ publisher: MQTTPublisher, didReport event: MQTTConnectionEvent) {
         switch event {
         case .connected:
             for t in tags.values { publishState(of: t) }
@@ -171,18 +188,18 @@ final class Publication: MQTTPublisherDelegate {
         onEvent?(event)
     }
 
-    func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) {
+    public func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) {
         outbox.delivered(mid)
     }
 
-    func publisherIsReady(_ publisher: MQTTPublisher) { outbox.drain() }
+    public func publisherIsReady(_ publisher: MQTTPublisher) { outbox.drain() }
 
-    func publisher(_ publisher: MQTTPublisher, log level: LogLevel, message: String) {
-        Log.write(level) { "mqtt: \(message)" }
+    public func publisher(_ publisher: MQTTPublisher, log level: LogLevel, message: String) {
+        log(level) { "mqtt: \(message)" }
     }
 
     /// Clean stop: every tag offline, then the publisher's own `offline` and disconnect.
-    func stop(_ done: @escaping () -> Void) {
+    public func stop(_ done: @escaping () -> Void) {
         for t in tags.values where t.online { setOnline(t.config.name, false) }
         outbox.stopSyncing()
         publisher.disconnect(timeout: .milliseconds(1500)) { [spool] in

@@ -1,6 +1,6 @@
-// The ordered, at-least-once path of readings and events to the broker: the daemon's Publication
-// and the publish benchmarks both send through it, so the benchmarks measure the daemon's code.
+// The ordered, at-least-once path of readings and events to the broker.
 
+import Publishing
 import Reactor
 
 /// Messages that must reach the broker in order and survive outages. A message goes straight to
