@@ -53,8 +53,9 @@ public struct Topics: Sendable, Hashable {
     /// `<prefix>/<client>/stats`
     public var stats: String { "\(prefix)/\(client)/stats" }
 
-    /// Checks that `name` can be one topic level: not empty, no `/`, `+`, `#` or NUL. Tag names are
-    /// checked with this when the configuration is loaded.
+    /// Checks that `name` can be one topic level: not empty, no `/`, `+`, `#` or NUL. The minimum
+    /// MQTT itself asks; the configuration holds tag names to a narrower rule of its own
+    /// (`Schema.tagNameHelp` in Configuration), so a configured name always passes here.
     public static func validateLevel(_ name: String, what: String = "tag name") throws(TopicError) {
         if name.isEmpty { throw .empty(what: what) }
         for scalar in name.unicodeScalars {
