@@ -282,8 +282,9 @@ import Testing
         let start = loop.now
         loop.schedule(after: .milliseconds(30)) { fired = true }
         #expect(loop.run(until: { fired }, limit: .seconds(2)))
-        let elapsed = loop.now - start
-        #expect(elapsed >= .milliseconds(30) && elapsed < .milliseconds(500))
+        // Not before its time; how much later depends on the machine's load, so only the run's
+        // limit bounds it.
+        #expect(loop.now - start >= .milliseconds(30))
         #expect(loop.wakeups == 0, "a timer alone wakes epoll_wait by timeout, not by a descriptor")
     }
 

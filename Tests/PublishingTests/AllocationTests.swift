@@ -79,23 +79,4 @@ struct AllocationTests {
             print("encoder: 3 × 100 001 encodes, mallinfo2 in-use Δ per round \(growths) bytes, buffer storage unchanged")
         }
     }
-
-    @Test("encode time per reading (debug build figures; see the report for release)")
-    func speed() throws {
-        let encoder = ReadingEncoder(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2650)
-        var buffer = encoder.makeBuffer()
-        let movement = movementReading(3)
-        let humidity = reading(.humidity, [Field("temperature", 21.3, .celsius), Field("humidity", 45.2, .percentRH)])
-        for (name, r) in [("humidity (2 fields)", humidity), ("movement (9 fields)", movement)] {
-            let n = 200_000
-            var start = timespec()
-            var end = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &start)
-            for i in 0..<n { try encoder.encode(r, sequence: UInt64(i), time: time, into: &buffer) }
-            clock_gettime(CLOCK_MONOTONIC, &end)
-            let ns = Double((end.tv_sec - start.tv_sec) * 1_000_000_000 + (end.tv_nsec - start.tv_nsec)) / Double(n)
-            print("encoder: \(name): \(Int(ns)) ns per reading, \(buffer.count) bytes")
-            #expect(ns < 50_000)
-        }
-    }
 }
