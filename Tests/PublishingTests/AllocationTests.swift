@@ -29,7 +29,7 @@ private func arenaInUse() -> Int? {
     #endif
 }
 
-@Suite("Encoder allocations and speed", .serialized)
+@Suite("Encoder allocations", .serialized)
 struct AllocationTests {
     let time = Timestamp(millisecondsSinceEpoch: 1_795_323_787_123)
 
