@@ -256,15 +256,29 @@ public final class Spool {
 
     // MARK: Append
 
-    /// Appends one message: one write(2) of a record built in a reused buffer.
+    /// Appends one message: one write(2) of a record built in a buffer the spool reuses, and no
+    /// allocation (a native String's UTF-8 is used in place). The one way in: the outbox hands
+    /// over the payload still in the publisher's encode buffer.
     ///
     /// If the segment files would then exceed `maxBytes`, the oldest segments are dropped first
     /// and counted in `dropped`. On failure (disk full, I/O error) nothing is appended — a partial
     /// record is cut off again — and the error names the segment file.
     /// - Returns: the message's sequence number.
     @discardableResult
-    public func append(topic: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer,
+    public func append(topic: String, payload: UnsafeRawBufferPointer,
                        qos: UInt8 = 0, retain: Bool = false) throws(SpoolError) -> UInt64 {
+        var topic = topic
+        // withUTF8 rethrows untyped: the typed error goes through a Result.
+        let result: Result<UInt64, SpoolError> = topic.withUTF8 { t in
+            do throws(SpoolError) {
+                return .success(try appendRecord(topic: UnsafeRawBufferPointer(t), payload: payload, qos: qos, retain: retain))
+            } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    private func appendRecord(topic: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer,
+                              qos: UInt8, retain: Bool) throws(SpoolError) -> UInt64 {
         guard isOpen else { throw SpoolError(.closed, path: directory) }
         guard qos <= 2 else { throw SpoolError(.invalidMessage(.qosOutOfRange), path: directory) }
         guard topic.count > 0 else { throw SpoolError(.invalidMessage(.emptyTopic), path: directory) }
@@ -316,40 +330,6 @@ public final class Spool {
         return sequence
     }
 
-    /// Appends a message whose topic is a String (no allocation: native strings are UTF-8).
-    @discardableResult
-    public func append(topic: String, payload: UnsafeRawBufferPointer,
-                       qos: UInt8 = 0, retain: Bool = false) throws(SpoolError) -> UInt64 {
-        var topic = topic
-        let result: Result<UInt64, SpoolError> = topic.withUTF8 { t in
-            do throws(SpoolError) {
-                return .success(try append(topic: UnsafeRawBufferPointer(t), payload: payload, qos: qos, retain: retain))
-            } catch { return .failure(error) }
-        }
-        return try result.get()
-    }
-
-    /// Appends a message whose payload is a `RawSpan` (e.g. over the publisher's encode buffer).
-    @discardableResult
-    public func append(topic: String, payload: borrowing RawSpan,
-                       qos: UInt8 = 0, retain: Bool = false) throws(SpoolError) -> UInt64 {
-        try payload.withUnsafeBytes { (p) throws(SpoolError) -> UInt64 in
-            try append(topic: topic, payload: p, qos: qos, retain: retain)
-        }
-    }
-
-    /// Appends a message whose payload is a byte array.
-    @discardableResult
-    public func append(topic: String, payload: [UInt8],
-                       qos: UInt8 = 0, retain: Bool = false) throws(SpoolError) -> UInt64 {
-        let result: Result<UInt64, SpoolError> = payload.withUnsafeBytes { p in
-            do throws(SpoolError) {
-                return .success(try append(topic: topic, payload: p, qos: qos, retain: retain))
-            } catch { return .failure(error) }
-        }
-        return try result.get()
-    }
-
     /// A write failed after `written` bytes: cut the partial record off and throw. If even that
     /// fails, the bytes stay (the next replay or open repairs them) and a new segment is used.
     private func abandonPartialWrite(written: Int, error e: Int32) throws(SpoolError) -> Never {
@@ -383,22 +363,10 @@ public final class Spool {
         return result
     }
 
-    /// Acknowledges the oldest unacknowledged message: the oldest in flight, or if none is, the
-    /// oldest pending one. Returns false when the spool is empty.
-    @discardableResult
-    public func acknowledge() throws(SpoolError) -> Bool {
-        guard isOpen else { throw SpoolError(.closed, path: directory) }
-        if flights.isEmpty {
-            guard let (_, h) = try locateNext() else { return false }
-            handOut(h)
-        }
-        flights.markDone(at: 0)
-        try releaseAcknowledged()
-        return true
-    }
-
-    /// Acknowledges the in-flight message with this sequence number, in any order. Returns false
-    /// if no message with that number is in flight (already acknowledged, dropped, or rewound).
+    /// Acknowledges the in-flight message with this sequence number, in any order: QoS 1 and 2
+    /// messages complete independently, so the publisher acknowledges by the number `next` gave
+    /// it. The spool releases only the acknowledged prefix. Returns false if no message with that
+    /// number is in flight (already acknowledged, dropped, or rewound).
     @discardableResult
     public func acknowledge(sequence: UInt64) throws(SpoolError) -> Bool {
         guard isOpen else { throw SpoolError(.closed, path: directory) }
@@ -407,21 +375,6 @@ public final class Spool {
         try releaseAcknowledged()
         return true
     }
-
-    /// Acknowledges every in-flight message whose sequence number is ≤ `sequence`. Messages not
-    /// handed out yet are not affected.
-    public func acknowledge(through sequence: UInt64) throws(SpoolError) {
-        guard isOpen else { throw SpoolError(.closed, path: directory) }
-        var i = 0
-        while i < flights.count && flights[i].sequence <= sequence {
-            flights.markDone(at: i)
-            i += 1
-        }
-        try releaseAcknowledged()
-    }
-
-    /// Makes every unacknowledged message due again, oldest first (call it when the connection
-    /// drops: their acknowledgements will not come). Out-of-order acknowledgements behind the
 
     /// Makes every unacknowledged message due again, oldest first (call it when the connection
     /// drops: their acknowledgements will not come). Out-of-order acknowledgements behind the
