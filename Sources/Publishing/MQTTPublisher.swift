@@ -29,6 +29,7 @@
 //   MQTTErrors.swift      libmosquitto's and the system's failures as MQTTErrors
 //   MQTTDisconnect.swift  the orderly disconnect ("offline", in-flight drained, DISCONNECT)
 //   OpenSSLProbe.swift    what a TLS handshake really waits for
+//   MessageIDSet.swift    the mids in flight
 
 #if canImport(Glibc)
 import Glibc
@@ -114,8 +115,8 @@ public final class MQTTPublisher {
     var deliveredWhileDisconnecting: [Int32] = []
     private var capacityWanted = false
 
-    /// One bit per mid (65536): QoS ≥ 1 messages handed off and not yet acknowledged.
-    private var inFlightBits = [UInt64](repeating: 0, count: 1024)
+    /// QoS ≥ 1 messages handed off and not yet acknowledged.
+    private var inFlightMids = MessageIDSet()
 
     /// Makes the client and checks the configuration; nothing is connected until `start()`.
     public init(configuration: MQTTPublisherConfiguration, loop: EventLoop) throws(MQTTError) {
@@ -474,12 +475,7 @@ public final class MQTTPublisher {
     }
 
     fileprivate func libraryPublished(_ mid: Int32) {
-        let word = Int(UInt16(truncatingIfNeeded: mid)) >> 6
-        let bit = UInt64(1) << (UInt64(UInt16(truncatingIfNeeded: mid)) & 63)
-        if inFlightBits[word] & bit != 0 {
-            inFlightBits[word] &= ~bit
-            statistics.inFlight -= 1
-        }
+        if inFlightMids.remove(mid) { statistics.inFlight -= 1 }
         if case .disconnecting = phase { deliveredWhileDisconnecting.append(mid) }
         if let i = statusMids.firstIndex(of: mid) {
             statusMids.remove(at: i)
@@ -585,14 +581,7 @@ public final class MQTTPublisher {
             statistics.rejected += 1
             return .rejected(MQTTError(kind: .invalidMessage, code: rc, message: "\(MQTTPublisher.text(rc)) (topic \"\(String(cString: cTopic))\")"))
         }
-        if qos > 0 {
-            let word = Int(UInt16(truncatingIfNeeded: mid)) >> 6
-            let bit = UInt64(1) << (UInt64(UInt16(truncatingIfNeeded: mid)) & 63)
-            if inFlightBits[word] & bit == 0 {
-                inFlightBits[word] |= bit
-                statistics.inFlight += 1
-            }
-        }
+        if qos > 0 && inFlightMids.insert(mid) { statistics.inFlight += 1 }
         statistics.handedOff += 1
         updateInterest()
         return .handedOff(mid: mid)
