@@ -257,8 +257,9 @@ public final class Spool {
     // MARK: Append
 
     /// Appends one message: one write(2) of a record built in a buffer the spool reuses, and no
-    /// allocation (a native String's UTF-8 is used in place). The one way in: the outbox hands
-    /// over the payload still in the publisher's encode buffer.
+    /// allocation (a native String's UTF-8 is used in place). The one way in, shaped as the
+    /// outbox has a message: a topic String and the payload in place (a reading's is still in
+    /// the encoder's buffer).
     ///
     /// If the segment files would then exceed `maxBytes`, the oldest segments are dropped first
     /// and counted in `dropped`. On failure (disk full, I/O error) nothing is appended — a partial
