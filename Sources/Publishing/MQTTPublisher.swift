@@ -23,180 +23,19 @@
 // queued in libmosquitto when a connection drops are discarded by it (QoS ≥ 1 ones are resent
 // after the reconnect); libmosquitto's internal socketpair gets one byte per queued packet, which
 // nobody reads in this mode (the writes fail with EAGAIN once it is full: harmless).
+//
+// Connecting, the I/O on the loop, libmosquitto's callbacks and publishing are here; the rest:
+//   MQTTTypes.swift       what the publisher reports and returns, and the delegate protocol
+//   MQTTErrors.swift      libmosquitto's and the system's failures as MQTTErrors
+//   MQTTDisconnect.swift  the orderly disconnect ("offline", in-flight drained, DISCONNECT)
+//   OpenSSLProbe.swift    what a TLS handshake really waits for
+//   MessageIDSet.swift    the mids in flight
 
 #if canImport(Glibc)
 import Glibc
 #endif
 import CMosquitto
 import Reactor
-
-// MARK: - Public types
-
-/// A connection or publish failure, with libmosquitto's / the broker's own wording.
-public struct MQTTError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
-        /// The broker answered CONNACK with this refusal code (4: bad user name or password,
-        /// 5: not authorised, …).
-        case refused(connackCode: Int32)
-        /// TLS handshake or certificate problem.
-        case tls
-        /// TCP: refused, reset, unreachable, closed, name lookup.
-        case network
-        /// No CONNACK within the connect timeout.
-        case timeout
-        /// No answer to a keepalive ping.
-        case keepalive
-        /// The broker broke the protocol.
-        case protocolViolation
-        /// A setting libmosquitto or the broker cannot use.
-        case invalidConfiguration
-        /// A message that can never be published (bad topic, too large).
-        case invalidMessage
-        case other
-    }
-
-    public let kind: Kind
-    /// libmosquitto's MOSQ_ERR_* code (the CONNACK code for `.refused`).
-    public let code: Int32
-    public let message: String
-
-    public init(kind: Kind, code: Int32, message: String) {
-        self.kind = kind
-        self.code = code
-        self.message = message
-    }
-
-    public var description: String { message }
-}
-
-/// A state change of the publisher's connection, reported once each.
-public enum MQTTConnectionEvent: Sendable, Equatable, CustomStringConvertible {
-    /// An attempt to connect to this broker has started.
-    case connecting(MQTTBroker)
-    /// The broker accepted the connection (CONNACK 0); "online" has been published.
-    case connected(MQTTBroker)
-    /// The attempt failed; the next broker (or a retry after backoff) follows.
-    case connectFailed(MQTTBroker, MQTTError)
-    /// An established connection ended.
-    case connectionLost(MQTTBroker, MQTTError)
-    /// Every broker has failed: waiting `delay` before trying again, starting with `next`.
-    case retrying(in: Duration, next: MQTTBroker)
-    /// `disconnect()` finished; `clean` is false when it had to cut the connection at the deadline.
-    case disconnected(clean: Bool)
-
-    public var description: String {
-        switch self {
-        case .connecting(let b): return "connecting to \(b)"
-        case .connected(let b): return "connected to \(b)"
-        case .connectFailed(let b, let e): return "cannot connect to \(b): \(e)"
-        case .connectionLost(let b, let e): return "connection to \(b) lost: \(e)"
-        case .retrying(let d, let b): return "retrying in \(d.milliseconds) ms (\(b))"
-        case .disconnected(let clean): return clean ? "disconnected" : "disconnected (deadline reached, connection cut)"
-        }
-    }
-
-    /// Short machine name: connecting, connected, connect_failed, connection_lost, retrying, disconnected.
-    public var name: String {
-        switch self {
-        case .connecting: return "connecting"
-        case .connected: return "connected"
-        case .connectFailed: return "connect_failed"
-        case .connectionLost: return "connection_lost"
-        case .retrying: return "retrying"
-        case .disconnected: return "disconnected"
-        }
-    }
-
-    public var broker: MQTTBroker? {
-        switch self {
-        case .connecting(let b), .connected(let b), .connectFailed(let b, _), .connectionLost(let b, _), .retrying(_, let b): return b
-        case .disconnected: return nil
-        }
-    }
-
-    public var reason: MQTTError? {
-        switch self {
-        case .connectFailed(_, let e), .connectionLost(_, let e): return e
-        default: return nil
-        }
-    }
-}
-
-/// What happened to one `publish`.
-public enum PublishOutcome: Sendable, Equatable {
-    /// libmosquitto owns the message now. For QoS ≥ 1 the delegate's `didDeliver` reports `mid`
-    /// when the broker has acknowledged it (a spool may then forget it); libmosquitto resends it
-    /// after a reconnect. For QoS 0 `didDeliver` means "written to the socket", and a message still
-    /// queued when the connection drops is lost.
-    case handedOff(mid: Int32)
-    /// Not taken: keep it (spool it) and publish it again later.
-    case spool(SpoolReason)
-    /// Can never be published as given (invalid topic, oversize payload): do not spool.
-    case rejected(MQTTError)
-
-    public var mustSpool: Bool { if case .spool = self { return true } else { return false } }
-}
-
-public enum SpoolReason: Sendable, Equatable {
-    /// No connection to a broker right now.
-    case notConnected
-    /// `maxInFlight` QoS ≥ 1 messages are awaiting acknowledgement.
-    case inFlightLimit
-    /// libmosquitto could not take it (out of memory).
-    case libraryBusy
-}
-
-public struct PublisherStatistics: Sendable, Equatable {
-    public var handedOff: UInt64 = 0
-    public var delivered: UInt64 = 0
-    public var spooled: UInt64 = 0
-    public var rejected: UInt64 = 0
-    public var connects: UInt64 = 0
-    public var connectionFailures: UInt64 = 0
-    /// QoS ≥ 1 messages awaiting acknowledgement.
-    public var inFlight: Int = 0
-    public var connectedBroker: MQTTBroker?
-}
-
-public protocol MQTTPublisherDelegate: AnyObject {
-    /// A connection state change (see `MQTTConnectionEvent`).
-    func publisher(_ publisher: MQTTPublisher, didReport event: MQTTConnectionEvent)
-    /// A message handed off with this mid was acknowledged (QoS ≥ 1) or written (QoS 0).
-    func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32)
-    /// The publisher can take messages again: it has just connected, or the in-flight count fell
-    /// below the limit after a publish was refused for it. A spool drains from here.
-    func publisherIsReady(_ publisher: MQTTPublisher)
-    /// libmosquitto's own log lines while connecting or disconnecting (never credentials).
-    func publisher(_ publisher: MQTTPublisher, log level: LogLevel, message: String)
-}
-
-extension MQTTPublisherDelegate {
-    public func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) {}
-    public func publisherIsReady(_ publisher: MQTTPublisher) {}
-    public func publisher(_ publisher: MQTTPublisher, log level: LogLevel, message: String) {}
-}
-
-// MARK: - libmosquitto constants
-
-private func code(_ e: mosq_err_t) -> Int32 { Int32(truncatingIfNeeded: e.rawValue) }
-private let MOSQ_OK = code(MOSQ_ERR_SUCCESS)
-
-/// OpenSSL's view of a handshake in progress, looked up at run time in the libssl libmosquitto is
-/// linked with (no OpenSSL headers or link dependency of our own). libmosquitto's `want_write`
-/// flag is only cleared by a packet write, so during the handshake it can stay set while OpenSSL
-/// waits for the server; watching for writability then would spin. `SSL_want` says what the
-/// handshake is really blocked on.
-private enum OpenSSLProbe {
-    typealias Query = @convention(c) (OpaquePointer?) -> Int32
-    static let want: Query? = lookup("SSL_want")
-    static let inInit: Query? = lookup("SSL_in_init")
-    static let writing: Int32 = 2  // SSL_WRITING
-
-    private static func lookup(_ name: String) -> Query? {
-        guard let p = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }  // RTLD_DEFAULT
-        return unsafeBitCast(p, to: Query.self)
-    }
-}
 
 private enum Library {
     /// mosquitto_lib_init once per process, and SIGPIPE ignored: libmosquitto writes with
@@ -223,7 +62,7 @@ public final class MQTTPublisher {
     public let configuration: MQTTPublisherConfiguration
     public let topics: Topics
     public weak var delegate: MQTTPublisherDelegate?
-    public private(set) var statistics = PublisherStatistics()
+    public internal(set) var statistics = PublisherStatistics()
 
     public enum State: Sendable, Equatable {
         case idle
@@ -234,7 +73,7 @@ public final class MQTTPublisher {
         case stopped
     }
 
-    private enum Phase {
+    enum Phase {
         case idle
         case connecting(index: Int)
         case connected(index: Int, since: Instant)
@@ -243,16 +82,11 @@ public final class MQTTPublisher {
         case stopped
     }
 
-    private struct Disconnect {
-        var offlineMid: Int32?
-        var offlineDone: Bool
-        var disconnectSent = false
-        var deadlineReached = false
-    }
-
-    private let loop: EventLoop
-    private var mosq: OpaquePointer?
-    private var phase: Phase = .idle
+    // Internal rather than private where the extensions in MQTTErrors.swift and
+    // MQTTDisconnect.swift need them.
+    let loop: EventLoop
+    var mosq: OpaquePointer?
+    var phase: Phase = .idle
     private let keepaliveSeconds: Int32
 
     // The socket as we watch it.
@@ -261,11 +95,11 @@ public final class MQTTPublisher {
     private var tcpEstablished = false
 
     // Timers.
-    private var connectTimer: TimerID?
-    private var retryTimer: TimerID?
-    private var miscTimer: TimerID?
-    private var disconnectTimer: TimerID?
-    private var disconnectCompletion: (() -> Void)?
+    var connectTimer: TimerID?
+    var retryTimer: TimerID?
+    var miscTimer: TimerID?
+    var disconnectTimer: TimerID?
+    var disconnectCompletion: (() -> Void)?
 
     /// Consecutive failures (whole broker rounds, or connections lost before `stableAfter`).
     private var failures = 0
@@ -273,15 +107,16 @@ public final class MQTTPublisher {
 
     // What the callbacks saw during the current library call / connection attempt.
     private var connackCode: Int32?
-    private var disconnectCode: Int32?
-    private var disconnectErrno: Int32 = 0
-    private var libraryError: String?
-    private var statusMids: [Int32] = []
-    private var deliveredWhileDisconnecting: [Int32] = []
+    var lastConnackRefusal: MQTTError?
+    var disconnectCode: Int32?
+    var disconnectErrno: Int32 = 0
+    var libraryError: String?
+    var statusMids: [Int32] = []
+    var deliveredWhileDisconnecting: [Int32] = []
     private var capacityWanted = false
 
-    /// One bit per mid (65536): QoS ≥ 1 messages handed off and not yet acknowledged.
-    private var inFlightBits = [UInt64](repeating: 0, count: 1024)
+    /// QoS ≥ 1 messages handed off and not yet acknowledged.
+    private var inFlightMids = MessageIDSet()
 
     /// Makes the client and checks the configuration; nothing is connected until `start()`.
     public init(configuration: MQTTPublisherConfiguration, loop: EventLoop) throws(MQTTError) {
@@ -291,11 +126,11 @@ public final class MQTTPublisher {
         do {
             topics = try Topics(prefix: configuration.topicPrefix, client: configuration.clientID)
         } catch {
-            throw MQTTError(kind: .invalidConfiguration, code: code(MOSQ_ERR_INVAL), message: error.description)
+            throw MQTTError(kind: .invalidConfiguration, code: mosqCode(MOSQ_ERR_INVAL), message: error.description)
         }
         let keepalive = configuration.keepalive.nanosecondsClamped / 1_000_000_000
         func invalid(_ message: String) -> MQTTError {
-            MQTTError(kind: .invalidConfiguration, code: code(MOSQ_ERR_INVAL), message: message)
+            MQTTError(kind: .invalidConfiguration, code: mosqCode(MOSQ_ERR_INVAL), message: message)
         }
         guard !configuration.brokers.isEmpty else { throw invalid("no MQTT broker configured") }
         for b in configuration.brokers where b.host.isEmpty || !(1...65535).contains(b.port) {
@@ -307,7 +142,7 @@ public final class MQTTPublisher {
         keepaliveSeconds = Int32(keepalive)
 
         guard let m = mosquitto_new(configuration.clientID, configuration.cleanSession, nil) else {
-            throw MQTTError(kind: .other, code: code(MOSQ_ERR_NOMEM), message: "mosquitto_new failed (errno \(errno))")
+            throw MQTTError(kind: .other, code: mosqCode(MOSQ_ERR_NOMEM), message: "mosquitto_new failed (errno \(errno))")
         }
         mosq = m
         mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
@@ -429,7 +264,7 @@ public final class MQTTPublisher {
         } catch {
             socketFD = -1
             abortConnection(fd: fd)
-            attemptFailed(index, MQTTError(kind: .other, code: code(MOSQ_ERR_ERRNO), message: error.description))
+            attemptFailed(index, MQTTError(kind: .other, code: mosqCode(MOSQ_ERR_ERRNO), message: error.description))
             return
         }
         connectTimer = loop.schedule(after: configuration.connectTimeout) { [weak self] in self?.connectTimedOut() }
@@ -440,7 +275,7 @@ public final class MQTTPublisher {
         guard case .connecting(let index) = phase else { return }
         abortSocket()
         let seconds = Double(configuration.connectTimeout.nanosecondsClamped) / 1e9
-        attemptFailed(index, MQTTError(kind: .timeout, code: code(MOSQ_ERR_CONN_PENDING),
+        attemptFailed(index, MQTTError(kind: .timeout, code: mosqCode(MOSQ_ERR_CONN_PENDING),
                                        message: "no answer within \(seconds) s\(libraryError.map { " (\($0))" } ?? "")"))
     }
 
@@ -528,7 +363,7 @@ public final class MQTTPublisher {
     }
 
     /// Acts on what the callbacks recorded during a library call, then re-arms the socket watch.
-    private func afterLibraryCall(_ rc: Int32, events: IOEvents = []) {
+    func afterLibraryCall(_ rc: Int32, events: IOEvents = []) {
         guard let mosq, socketFD >= 0 else { return }
         if let connack = connackCode {
             connackCode = nil
@@ -554,8 +389,8 @@ public final class MQTTPublisher {
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(socketFD, SOL_SOCKET, SO_ERROR, &soError, &length)
             abortSocket()
-            socketClosed(soError != 0 ? MQTTError(kind: .network, code: code(MOSQ_ERR_ERRNO), message: MQTTPublisher.errnoText(soError))
-                : MQTTError(kind: .network, code: code(MOSQ_ERR_CONN_LOST), message: "connection closed by the broker"))
+            socketClosed(soError != 0 ? MQTTError(kind: .network, code: mosqCode(MOSQ_ERR_ERRNO), message: MQTTPublisher.errnoText(soError))
+                : MQTTError(kind: .network, code: mosqCode(MOSQ_ERR_CONN_LOST), message: "connection closed by the broker"))
             return
         }
         if case .disconnecting = phase {
@@ -591,7 +426,7 @@ public final class MQTTPublisher {
     }
 
     /// The library closed the socket (or we gave it up): move the state machine on.
-    private func socketClosed(_ error: MQTTError) {
+    func socketClosed(_ error: MQTTError) {
         if socketFD >= 0 {
             loop.unwatch(socketFD)  // the descriptor is already closed or shut down
             socketFD = -1
@@ -612,7 +447,7 @@ public final class MQTTPublisher {
 
     /// Stops watching the socket and cuts the TCP connection under libmosquitto (it closes the
     /// descriptor on its next connect, or when destroyed).
-    private func abortSocket() {
+    func abortSocket() {
         guard socketFD >= 0 else { return }
         let fd = socketFD
         loop.unwatch(fd)
@@ -640,12 +475,7 @@ public final class MQTTPublisher {
     }
 
     fileprivate func libraryPublished(_ mid: Int32) {
-        let word = Int(UInt16(truncatingIfNeeded: mid)) >> 6
-        let bit = UInt64(1) << (UInt64(UInt16(truncatingIfNeeded: mid)) & 63)
-        if inFlightBits[word] & bit != 0 {
-            inFlightBits[word] &= ~bit
-            statistics.inFlight -= 1
-        }
+        if inFlightMids.remove(mid) { statistics.inFlight -= 1 }
         if case .disconnecting = phase { deliveredWhileDisconnecting.append(mid) }
         if let i = statusMids.firstIndex(of: mid) {
             statusMids.remove(at: i)
@@ -676,68 +506,9 @@ public final class MQTTPublisher {
 
     /// Logging only while connecting or disconnecting: libmosquitto formats a line (malloc +
     /// vsnprintf) for every packet when a log callback is set, which the publish path must not pay.
-    private func setLogging(_ on: Bool) {
+    func setLogging(_ on: Bool) {
         guard let mosq else { return }
         mosquitto_log_callback_set(mosq, on ? MQTTPublisher.logCallback : nil)
-    }
-
-    // MARK: Errors
-
-    private func closeReason(rc: Int32) -> MQTTError {
-        if let disconnect = disconnectCode {
-            if disconnect == code(MOSQ_ERR_CONN_REFUSED), let refusal = lastConnackRefusal {
-                return refusal
-            }
-            return error(rc: disconnect, errno: disconnectErrno)
-        }
-        if rc != MOSQ_OK { return error(rc: rc, errno: errno) }
-        return MQTTError(kind: .network, code: code(MOSQ_ERR_CONN_LOST), message: "connection closed")
-    }
-
-    private var lastConnackRefusal: MQTTError?
-
-    private func error(rc: Int32, errno e: Int32) -> MQTTError {
-        let tlsDetail = libraryError
-        switch rc {
-        case code(MOSQ_ERR_TLS):
-            return MQTTError(kind: .tls, code: rc, message: "TLS error: \(tlsDetail ?? MQTTPublisher.text(rc))")
-        case code(MOSQ_ERR_ERRNO):
-            if e == EPROTO, let tlsDetail {
-                return MQTTError(kind: .tls, code: rc, message: "TLS error: \(tlsDetail)")
-            }
-            return MQTTError(kind: .network, code: rc, message: MQTTPublisher.errnoText(e))
-        case code(MOSQ_ERR_EAI):
-            return MQTTError(kind: .network, code: rc, message: "name lookup failed: \(String(cString: gai_strerror(e)))")
-        case code(MOSQ_ERR_CONN_LOST):
-            return MQTTError(kind: .network, code: rc, message: "connection closed by the broker")
-        case code(MOSQ_ERR_NO_CONN):
-            return MQTTError(kind: .network, code: rc, message: MQTTPublisher.text(rc))
-        case code(MOSQ_ERR_KEEPALIVE):
-            return MQTTError(kind: .keepalive, code: rc, message: "no answer to keepalive ping")
-        case code(MOSQ_ERR_PROTOCOL), code(MOSQ_ERR_MALFORMED_PACKET):
-            return MQTTError(kind: .protocolViolation, code: rc, message: MQTTPublisher.text(rc))
-        case code(MOSQ_ERR_CONN_REFUSED):
-            return lastConnackRefusal ?? MQTTError(kind: .refused(connackCode: -1), code: rc, message: MQTTPublisher.text(rc))
-        case code(MOSQ_ERR_INVAL), code(MOSQ_ERR_NOT_SUPPORTED):
-            return MQTTError(kind: .invalidConfiguration, code: rc, message: MQTTPublisher.text(rc))
-        default:
-            return MQTTError(kind: .other, code: rc, message: MQTTPublisher.text(rc))
-        }
-    }
-
-    static func text(_ rc: Int32) -> String {
-        if rc == code(MOSQ_ERR_ERRNO) { return errnoText(errno) }
-        return String(cString: mosquitto_strerror(rc))
-    }
-
-    static func errnoText(_ e: Int32) -> String { String(cString: strerror(e)) }
-
-    /// "OpenSSL Error[0]: error:0A000086:SSL routines::certificate verify failed" → the reason.
-    static func cleanOpenSSLMessage(_ message: String) -> String {
-        guard message.hasPrefix("OpenSSL Error"),
-              let reason = message.split(separator: ":").last.map({ String($0.drop(while: { $0 == " " })) }),
-              !reason.isEmpty else { return message }
-        return reason
     }
 
     // MARK: Publishing
@@ -766,7 +537,7 @@ public final class MQTTPublisher {
     public func publish(topicBytes: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
         guard !topicBytes.contains(0) else {  // it would be cut short at the NUL: a different topic
             statistics.rejected += 1
-            return .rejected(MQTTError(kind: .invalidMessage, code: code(MOSQ_ERR_INVAL), message: "topic contains a NUL byte"))
+            return .rejected(MQTTError(kind: .invalidMessage, code: mosqCode(MOSQ_ERR_INVAL), message: "topic contains a NUL byte"))
         }
         return withUnsafeTemporaryAllocation(of: CChar.self, capacity: topicBytes.count + 1) { buffer in
             let bytes = UnsafeMutableRawBufferPointer(buffer)
@@ -788,14 +559,14 @@ public final class MQTTPublisher {
         }
         guard payload.count <= Int(Int32.max) else {
             statistics.rejected += 1
-            return .rejected(MQTTError(kind: .invalidMessage, code: code(MOSQ_ERR_PAYLOAD_SIZE), message: "payload too large"))
+            return .rejected(MQTTError(kind: .invalidMessage, code: mosqCode(MOSQ_ERR_PAYLOAD_SIZE), message: "payload too large"))
         }
         var mid: Int32 = 0
         let rc = mosquitto_publish(mosq, &mid, cTopic, Int32(payload.count), payload.baseAddress, qos, retain)
         switch rc {
         case MOSQ_OK:
             break
-        case code(MOSQ_ERR_ERRNO), code(MOSQ_ERR_CONN_LOST), code(MOSQ_ERR_NO_CONN):
+        case mosqCode(MOSQ_ERR_ERRNO), mosqCode(MOSQ_ERR_CONN_LOST), mosqCode(MOSQ_ERR_NO_CONN):
             // The write failed: the connection is going down (the loop will see it). A QoS ≥ 1
             // message is already in libmosquitto's queue and will be resent after the reconnect;
             // a QoS 0 one will be dropped with the connection.
@@ -803,21 +574,14 @@ public final class MQTTPublisher {
                 statistics.spooled += 1
                 return .spool(.notConnected)
             }
-        case code(MOSQ_ERR_NOMEM):
+        case mosqCode(MOSQ_ERR_NOMEM):
             statistics.spooled += 1
             return .spool(.libraryBusy)
         default:
             statistics.rejected += 1
             return .rejected(MQTTError(kind: .invalidMessage, code: rc, message: "\(MQTTPublisher.text(rc)) (topic \"\(String(cString: cTopic))\")"))
         }
-        if qos > 0 {
-            let word = Int(UInt16(truncatingIfNeeded: mid)) >> 6
-            let bit = UInt64(1) << (UInt64(UInt16(truncatingIfNeeded: mid)) & 63)
-            if inFlightBits[word] & bit == 0 {
-                inFlightBits[word] |= bit
-                statistics.inFlight += 1
-            }
-        }
+        if qos > 0 && inFlightMids.insert(mid) { statistics.inFlight += 1 }
         statistics.handedOff += 1
         updateInterest()
         return .handedOff(mid: mid)
@@ -832,7 +596,7 @@ public final class MQTTPublisher {
     }
 
     /// Online/offline on the status topic, retained, outside the in-flight limit.
-    private func publishStatus(_ payload: [UInt8]) -> Int32? {
+    func publishStatus(_ payload: [UInt8]) -> Int32? {
         guard let mosq else { return nil }
         var mid: Int32 = 0
         let rc = payload.withUnsafeBytes { bytes in
@@ -841,98 +605,9 @@ public final class MQTTPublisher {
         return rc == MOSQ_OK ? mid : nil
     }
 
-    // MARK: Disconnecting
-
-    /// Publishes "offline" (retained), waits for it and for the messages in flight to be
-    /// acknowledged, then sends DISCONNECT; after `timeout` it cuts the connection regardless.
-    /// `completion` runs on the loop when the publisher has stopped (it does not reconnect).
-    public func disconnect(timeout: Duration = .seconds(2), completion: (() -> Void)? = nil) {
-        if let completion {
-            let previous = disconnectCompletion
-            disconnectCompletion = { previous?(); completion() }
-        }
-        switch phase {
-        case .connected:
-            setLogging(true)
-            deliveredWhileDisconnecting = []
-            phase = .disconnecting(Disconnect(offlineMid: nil, offlineDone: false))
-            let mid = publishStatus(ControlPayloads.offline)
-            if let mid, configuration.statusQoS > 0 { statusMids.append(mid) }
-            phase = .disconnecting(Disconnect(offlineMid: mid, offlineDone: mid == nil))
-            disconnectTimer = loop.schedule(after: timeout) { [weak self] in self?.disconnectDeadline() }
-            afterLibraryCall(MOSQ_OK)
-        case .connecting, .waiting:
-            loop.cancel(connectTimer)
-            loop.cancel(retryTimer)
-            connectTimer = nil
-            retryTimer = nil
-            abortSocket()
-            phase = .disconnecting(Disconnect(offlineMid: nil, offlineDone: true, disconnectSent: true))
-            finishDisconnect(clean: true)
-        case .idle:
-            phase = .disconnecting(Disconnect(offlineMid: nil, offlineDone: true, disconnectSent: true))
-            finishDisconnect(clean: true)
-        case .disconnecting:
-            return
-        case .stopped:
-            let c = disconnectCompletion
-            disconnectCompletion = nil
-            c?()
-        }
-    }
-
-    private func advanceDisconnect() {
-        guard case .disconnecting(var d) = phase, let mosq else { return }
-        if !d.offlineDone, let mid = d.offlineMid, deliveredWhileDisconnecting.contains(mid) {
-            d.offlineDone = true
-            phase = .disconnecting(d)
-        }
-        guard d.offlineDone, statistics.inFlight == 0, !d.disconnectSent else { return }
-        d.disconnectSent = true
-        phase = .disconnecting(d)
-        let rc = mosquitto_disconnect(mosq)
-        afterLibraryCall(rc == code(MOSQ_ERR_NO_CONN) ? MOSQ_OK : rc)
-    }
-
-    private func disconnectDeadline() {
-        disconnectTimer = nil
-        guard case .disconnecting(var d) = phase, let mosq else { return }
-        d.deadlineReached = true
-        phase = .disconnecting(d)
-        if !d.disconnectSent {
-            // Still try a proper DISCONNECT (it may fit in the socket buffer); not clean either way.
-            d.disconnectSent = true
-            phase = .disconnecting(d)
-            _ = mosquitto_disconnect(mosq)
-            if mosquitto_socket(mosq) < 0 {  // written and closed at once
-                socketClosed(closeReason(rc: MOSQ_OK))
-                return
-            }
-        }
-        abortSocket()
-        finishDisconnect(clean: false)
-    }
-
-    private func finishDisconnect(clean: Bool) {
-        guard case .disconnecting = phase else { return }
-        for timer in [connectTimer, retryTimer, miscTimer, disconnectTimer] { loop.cancel(timer) }
-        connectTimer = nil
-        retryTimer = nil
-        miscTimer = nil
-        disconnectTimer = nil
-        abortSocket()
-        setLogging(false)
-        statistics.connectedBroker = nil
-        phase = .stopped
-        report(.disconnected(clean: clean))
-        let completion = disconnectCompletion
-        disconnectCompletion = nil
-        completion?()
-    }
-
     // MARK: Reporting
 
-    private func report(_ event: MQTTConnectionEvent) {
+    func report(_ event: MQTTConnectionEvent) {
         delegate?.publisher(self, didReport: event)
     }
 }

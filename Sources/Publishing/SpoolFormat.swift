@@ -1,5 +1,5 @@
 // The spool's on-disk format: segment records, the cursor file, CRC-32, and the errors.
-// Standard library and Glibc only. See Spool.swift for the design and the durability contract.
+// Standard library and Glibc only. The design and the durability contract: docs/spool.md.
 
 #if canImport(Glibc)
 import Glibc

@@ -125,10 +125,51 @@ struct Message: Equatable, CustomStringConvertible {
     }
 }
 
+// The spool has one append (a String topic and a buffer) and one acknowledge (by sequence
+// number), the ones the outbox uses. These helpers put what the tests have into those.
 extension Spool {
     @discardableResult
     func append(_ m: Message) throws(SpoolError) -> UInt64 {
         try append(topic: m.topic, payload: m.payload, qos: m.qos, retain: m.retain)
+    }
+
+    /// Appends a payload held in an array.
+    @discardableResult
+    func append(topic: String, payload: [UInt8], qos: UInt8 = 0, retain: Bool = false) throws(SpoolError) -> UInt64 {
+        let result: Result<UInt64, SpoolError> = payload.withUnsafeBytes { p in
+            do throws(SpoolError) {
+                return .success(try append(topic: topic, payload: p, qos: qos, retain: retain))
+            } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Acknowledges the oldest unacknowledged message, as a publisher acknowledging in order
+    /// would: the oldest of `handedOut` still in flight, or, when none is, the next pending
+    /// message, handed out for it. `handedOut` is what the test handed out since the spool was
+    /// opened or rewound, oldest first; this removes from its front what is no longer in flight
+    /// (acknowledged, or dropped by the bound). Returns false when the spool is empty.
+    @discardableResult
+    func acknowledgeOldest(handedOut: inout [UInt64]) throws(SpoolError) -> Bool {
+        while !handedOut.isEmpty {
+            if try acknowledge(sequence: handedOut.removeFirst()) { return true }
+        }
+        guard let sequence = try next({ $0.sequence }) else { return false }
+        return try acknowledge(sequence: sequence)
+    }
+
+    /// The same when the test has handed nothing out.
+    @discardableResult
+    func acknowledgeOldest() throws(SpoolError) -> Bool {
+        precondition(inFlight == 0, "pass what was handed out")
+        var none: [UInt64] = []
+        return try acknowledgeOldest(handedOut: &none)
+    }
+
+    /// Acknowledges every message of `handedOut` numbered `sequence` or lower that is still in
+    /// flight; those not handed out are not affected.
+    func acknowledgeAll(through sequence: UInt64, of handedOut: some Sequence<UInt64>) throws(SpoolError) {
+        for s in handedOut where s <= sequence { try acknowledge(sequence: s) }
     }
 
     /// Hands out, and acknowledges, every pending message.

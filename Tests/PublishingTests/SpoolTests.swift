@@ -60,7 +60,7 @@ import Testing
         var replayed: [Message] = []
         while !spool.isEmpty {
             while spool.inFlight < 8, let m = try spool.next({ Message($0) }) { replayed.append(m) }
-            try spool.acknowledge(through: replayed.last!.sequence - UInt64(min(3, spool.inFlight - 1)))
+            try spool.acknowledgeAll(through: replayed.last!.sequence - UInt64(min(3, spool.inFlight - 1)), of: replayed.map(\.sequence))
         }
         #expect(replayed == messages)
         #expect(spool.count == 0 && spool.inFlight == 0 && spool.bytes == 0)
@@ -111,7 +111,7 @@ import Testing
             let spool = try Spool(directory: dir.path, maxBytes: 1 << 20, segmentBytes: 1024)
             for m in messages { try spool.append(m) }
             let first = try spool.handOutAll().prefix(40)
-            try spool.acknowledge(through: first.last!.sequence)
+            try spool.acknowledgeAll(through: first.last!.sequence, of: first.map(\.sequence))
             #expect(spool.count == 60 && spool.inFlight == 60)
             try spool.close()  // the other 60 were in flight: they are due again
         }
@@ -151,9 +151,9 @@ import Testing
         }
 
         // 30 acknowledged and synced, 20 more acknowledged after the sync, then the crash.
-        for _ in 0..<30 { try spool.acknowledge() }
+        for _ in 0..<30 { try spool.acknowledgeOldest() }
         try spool.sync()
-        for _ in 0..<20 { try spool.acknowledge() }
+        for _ in 0..<20 { try spool.acknowledgeOldest() }
         #expect(spool.count == 50)
         snapshotDirectory(dir.sub("live"), to: dir.sub("crash2"))
         do {
@@ -230,7 +230,7 @@ import Testing
             try spool.append(Message.make(i))
             i += 1
             if i == 500 {
-                for _ in 0..<250 { try spool.acknowledge() }
+                for _ in 0..<250 { try spool.acknowledgeOldest() }
                 try spool.sync()
             }
         }
@@ -376,7 +376,7 @@ import Testing
         do {
             let spool = try Spool(directory: dir.path, maxBytes: 1 << 20, segmentBytes: 1 << 16)
             for i in 0..<10 { try spool.append(Message.make(i)) }
-            for _ in 0..<4 { try spool.acknowledge() }
+            for _ in 0..<4 { try spool.acknowledgeOldest() }
             try spool.close()
         }
         flipByte(dir.sub("cursor"), at: 9)
@@ -485,25 +485,24 @@ import Testing
         let dir = TemporaryDirectory()
         let spool = try Spool(directory: dir.path, maxBytes: 1 << 20, segmentBytes: 1024)
         #expect(try spool.next({ _ in 1 }) == nil)
-        #expect(try spool.acknowledge() == false)
+        var handedOut: [UInt64] = []
+        #expect(try spool.acknowledgeOldest(handedOut: &handedOut) == false)
         for i in 0..<3 { try spool.append(Message.make(i)) }
-        #expect(try spool.acknowledge())
+        #expect(try spool.acknowledgeOldest(handedOut: &handedOut))
         // topicCString is NUL-terminated in place.
-        #expect(try spool.next({ String(cString: $0.topicCString) }) == Message.make(1).topic)
-        #expect(try spool.acknowledge())
-        #expect(try spool.acknowledge())
+        #expect(try spool.next({ handedOut.append($0.sequence); return String(cString: $0.topicCString) }) == Message.make(1).topic)
+        #expect(try spool.acknowledgeOldest(handedOut: &handedOut))
+        #expect(try spool.acknowledgeOldest(handedOut: &handedOut))
         #expect(spool.isEmpty)
         try spool.close()
     }
 
-    @Test func rawSpanAndBufferPayloads() throws {
+    @Test func bufferAndArrayPayloads() throws {
         let dir = TemporaryDirectory()
         let spool = try Spool(directory: dir.path, maxBytes: 1 << 20, segmentBytes: 1024)
         let payload: [UInt8] = [1, 2, 3, 0, 255]
-        try spool.append(topic: "a/b", payload: payload.span.bytes, qos: 2, retain: true)
-        try payload.withUnsafeBytes { p in
-            try Array("c/d".utf8).withUnsafeBytes { t in _ = try spool.append(topic: t, payload: p) }
-        }
+        try payload.withUnsafeBytes { p in _ = try spool.append(topic: "a/b", payload: p, qos: 2, retain: true) }
+        try payload.withUnsafeBytes { p in _ = try spool.append(topic: "c/d", payload: p) }
         try spool.append(topic: "e", payload: [])
         #expect(try spool.drain() == [
             Message(sequence: 0, topic: "a/b", payload: payload, qos: 2, retain: true),
@@ -639,13 +638,18 @@ import Testing
         // Replay as the publisher would: up to 20 in flight, acknowledged in order.
         var replayed = 0
         var checksum = 0
+        var handedOut: [UInt64] = []
+        handedOut.reserveCapacity(20)
         let replayTime = try seconds {
             while !spool.isEmpty {
-                while spool.inFlight < 20, let s = try spool.next({ m in Int(m.payload[m.payload.count - 2]) }) {
+                while spool.inFlight < 20, let s = try spool.next({ m in
+                    handedOut.append(m.sequence)
+                    return Int(m.payload[m.payload.count - 2])
+                }) {
                     checksum &+= s
                     replayed += 1
                 }
-                try spool.acknowledge()
+                try spool.acknowledgeOldest(handedOut: &handedOut)
             }
             try spool.sync()
         }
@@ -732,7 +736,7 @@ extension SpoolTests { @Suite struct Model {
             case 85..<88:
                 let i = rng.below(inFlight + 1)
                 if i > 0 {
-                    try spool.acknowledge(through: pending[i - 1].sequence)
+                    try spool.acknowledgeAll(through: pending[i - 1].sequence, of: pending.prefix(i).map(\.sequence))
                     for m in pending.prefix(i) { done.insert(m.sequence) }
                 }
                 while let first = pending.first, done.contains(first.sequence) {
@@ -793,6 +797,7 @@ extension SpoolTests { @Suite struct Model {
         var appended = 0
         var released = 0
         var lastHandedOut: UInt64? = nil
+        var handedOut: [UInt64] = []  // since the last rewind or open
         for _ in 0..<5000 {
             switch rng.below(100) {
             case 0..<50:
@@ -803,18 +808,21 @@ extension SpoolTests { @Suite struct Model {
                     #expect(m == Message.make(Int(m.sequence)))
                     if let l = lastHandedOut { #expect(m.sequence > l) }
                     lastHandedOut = m.sequence
+                    handedOut.append(m.sequence)
                 }
             case 75..<92:
                 let before = spool.count
-                try spool.acknowledge()
+                try spool.acknowledgeOldest(handedOut: &handedOut)
                 released += before - spool.count
             case 92..<95:
                 spool.rewind()
                 lastHandedOut = nil
+                handedOut = []
             default:
                 try spool.close()
                 spool = try open()
                 lastHandedOut = nil
+                handedOut = []
             }
             #expect(spool.diskBytes <= maxBytes)
             #expect(released + Int(spool.dropped) + spool.count == appended)
