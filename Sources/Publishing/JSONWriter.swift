@@ -5,6 +5,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Profiles
 
 // MARK: - Shortest round-trip doubles
 
@@ -83,8 +84,8 @@ struct JSONWriter {
             case 0x0C: byte(UInt8(ascii: "\\")); byte(UInt8(ascii: "f"))
             case 0..<0x20:
                 raw("\\u00")
-                byte(hexDigit(b >> 4))
-                byte(hexDigit(b & 0xF))
+                byte(Hex.digit(b >> 4, uppercase: false))
+                byte(Hex.digit(b & 0xF, uppercase: false))
             default: byte(b)
             }
         }
@@ -166,11 +167,6 @@ struct JSONWriter {
         }
         byte(UInt8(ascii: "]"))
     }
-}
-
-@inline(__always)
-private func hexDigit(_ nibble: UInt8) -> UInt8 {
-    nibble < 10 ? UInt8(ascii: "0") &+ nibble : UInt8(ascii: "a") &+ (nibble &- 10)
 }
 
 /// Bytes that `escaped` may write for `n` input bytes.

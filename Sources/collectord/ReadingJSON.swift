@@ -49,7 +49,7 @@ enum JSON {
             lines.append("    \(string(f.name.description)): {\"value\": \(value)\(unit)}" + (i < r.count - 1 ? "," : ""))
         }
         lines.append("  },")
-        lines.append("  \"raw\": \(string(hexString(r.raw)))")
+        lines.append("  \"raw\": \(string(Hex.bytes(r.raw)))")
         lines.append("}")
         return lines.joined(separator: "\n")
     }
