@@ -123,6 +123,14 @@ struct JSONWriter {
         byte(UInt8(ascii: "\""))
     }
 
+    /// `"…"` with escaping, from a `String` (no allocation for a native string).
+    mutating func string(_ s: String) {
+        var s = s
+        byte(UInt8(ascii: "\""))
+        s.withUTF8 { escaped($0) }
+        byte(UInt8(ascii: "\""))
+    }
+
     /// A JSON number with the shortest digits that parse back to `v`, the text of `v.description`
     /// ("21.0", "1e-05", "-0.0"); `null` for NaN and ±infinity, which JSON cannot express. Needs
     /// `numberBound` bytes of room.
