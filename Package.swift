@@ -7,7 +7,8 @@ import PackageDescription
 //                backoff, log level, broker, default paths; standard library only
 //   Reactor      the one epoll event loop that owns every descriptor and timer
 //   Acquisition  Bluetooth: HCI, L2CAP/ATT bearer, GATT client, supervision; knows nothing of MQTT
-//   Configuration /etc/collectord.conf: parsing and validation with file:line errors
+//   Configuration /etc/collectord.conf: parsing and validation with file:line errors (its file
+//                reads go through Reactor's Syscall, its only use of Reactor)
 //   Publishing   MQTT through libmosquitto on the Reactor loop, payload encoding, on-disk spool
 //   Relay        from a tag's decoded readings to the broker: per-tag sinks, the outbox (send or
 //                spool, replay in order), availability, events and Home Assistant discovery
@@ -62,7 +63,7 @@ let package = Package(
         ),
         .target(
             name: "Configuration",
-            dependencies: ["Profiles", "Model"]
+            dependencies: ["Profiles", "Model", "Reactor"]
         ),
         .target(
             name: "Publishing",

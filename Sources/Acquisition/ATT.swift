@@ -115,7 +115,7 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
         case .unsupportedGroupType: return "unsupported group type"
         case .insufficientResources: return "insufficient resources"
         default:
-            let hex = String(rawValue, radix: 16, uppercase: true)
+            let hex = Hex.string(rawValue)
             return rawValue >= 0x80 ? "application error 0x\(hex)" : "error 0x\(hex)"
         }
     }
@@ -143,7 +143,7 @@ public enum ATTParseError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .empty: return "empty PDU"
-        case .unknownOpcode(let op): return "unknown opcode 0x\(String(op, radix: 16, uppercase: true))"
+        case .unknownOpcode(let op): return "unknown opcode 0x\(Hex.string(op))"
         case .length(let op, let expected, let actual): return "\(op): expected \(expected) bytes, got \(actual)"
         case .malformed(let op, let reason): return "\(op): \(reason)"
         case .invalidHandleRange(let op, let start): return "\(op): invalid handle range starting at \(start)"

@@ -23,7 +23,7 @@ public enum ATTRequestError: Error, Sendable, Equatable, CustomStringConvertible
 
     public var description: String {
         switch self {
-        case .error(let code, let handle): return "\(code) (handle 0x\(String(handle, radix: 16, uppercase: true)))"
+        case .error(let code, let handle): return "\(code) (handle 0x\(Hex.string(handle)))"
         case .timeout: return "request timed out"
         case .disconnected: return "disconnected"
         case .malformedResponse(let why): return "malformed response: \(why)"

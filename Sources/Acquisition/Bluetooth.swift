@@ -76,9 +76,9 @@ private func withSockaddr<T, R>(_ value: inout T, _ body: (UnsafePointer<sockadd
     }
 }
 
-private func systemError(_ call: String) -> LinkError {
-    let e = errno
-    return .system(e, "\(call): \(String(cString: strerror(e)))")
+/// The `errno` of the call that just failed, as a link error about `subject`.
+private func systemError(_ call: StaticString, _ subject: String? = nil, errno e: Int32 = errno) -> LinkError {
+    .system(SystemError(call, errno: e, path: subject))
 }
 
 /// An LE L2CAP socket on CID 4, bound to the adapter, non-blocking. Receive buffer enlarged: the
@@ -88,7 +88,7 @@ private func attSocket(adapter: Adapter) throws(LinkError) -> Int32 {
     guard fd >= 0 else { throw systemError("socket(AF_BLUETOOTH)") }
     var local = attAddress(adapter.address)
     guard withSockaddr(&local, { bind(fd, $0, $1) }) == 0 else {
-        let e = systemError("bind \(adapter.name)")
+        let e = systemError("bind", adapter.name)
         close(fd)
         throw e
     }
@@ -159,7 +159,7 @@ public final class L2CAPConnector: LinkConnector {
             return attempt
         }
         guard errno == EINPROGRESS || errno == EAGAIN else {
-            let e = systemError("connect \(address)")
+            let e = systemError("connect", "\(address)")
             loop.schedule(after: .zero) { attempt.finish(.failure(e)) }
             return attempt
         }
@@ -171,12 +171,11 @@ public final class L2CAPConnector: LinkConnector {
                 if err == 0 {
                     attempt.finish(.success(fd))
                 } else {
-                    errno = err
-                    attempt.finish(.failure(err == ECONNREFUSED ? .refused : systemError("connect \(address)")))
+                    attempt.finish(.failure(err == ECONNREFUSED ? .refused : systemError("connect", "\(address)", errno: err)))
                 }
             }
         } catch {
-            loop.schedule(after: .zero) { attempt.finish(.failure(.system(error.errno, "\(error)"))) }
+            loop.schedule(after: .zero) { attempt.finish(.failure(.system(error))) }
             return attempt
         }
         attempt.timer = loop.schedule(after: timeout) { attempt.finish(.failure(.timeout)) }
@@ -219,7 +218,7 @@ public final class L2CAPListener {
             }
         } catch {
             Glibc.close(fd)
-            throw .system(error.errno, "\(error)")
+            throw .system(error)
         }
     }
 

@@ -6,6 +6,7 @@
 // queue for one bounded connection attempt.
 
 import Profiles
+import Reactor
 
 // MARK: - Transport edge
 
@@ -14,14 +15,15 @@ public enum LinkError: Error, Sendable, Equatable, CustomStringConvertible {
     case timeout
     case refused
     case adapterUnavailable(String)
-    case system(Int32, String)
+    /// A system call failed: "connect B0:B4:48:C9:4A:85: Connection timed out".
+    case system(SystemError)
 
     public var description: String {
         switch self {
         case .timeout: return "connection attempt timed out"
         case .refused: return "connection refused"
         case .adapterUnavailable(let why): return "adapter unavailable: \(why)"
-        case .system(_, let message): return message
+        case .system(let error): return error.description
         }
     }
 }

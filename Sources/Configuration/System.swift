@@ -1,27 +1,27 @@
 // The little the configuration needs from the operating system, through Glibc (no Foundation):
-// reading files with the OS's reason on failure, and the host name.
+// reading files with the OS's reason on failure, and the host name. System calls go through
+// Reactor's `Syscall` (EINTR retried there) and fail as its `SystemError`.
 
 import Glibc
+import Reactor
 
 enum SystemFile {
     /// The whole file, or why it cannot be read ("No such file or directory", "is a directory").
     static func read(_ path: String, limit: Int = 1 << 20) -> Result<[UInt8], FileProblem> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(.os(errno)) }
+        let fd: Int32
+        do { fd = try Syscall.blocking("open", path: path) { open(path, O_RDONLY | O_CLOEXEC) } } catch { return .failure(.os(error)) }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { return .failure(.os(errno)) }
+        guard fstat(fd, &st) == 0 else { return .failure(.os(SystemError("fstat", path: path))) }
         if st.st_mode & S_IFMT == S_IFDIR { return .failure(.isDirectory) }
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                // Configuration stays below the event loop's modules (it depends on Profiles and
-                // Model only), so this one read loop retries EINTR itself rather than through
-                // Reactor's Syscall.
-                if errno == EINTR { continue }
-                return .failure(.os(errno))
+            let n: Int
+            do {
+                n = try Syscall.blocking("read", path: path) { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+            } catch {
+                return .failure(.os(error))
             }
             if n == 0 { return .success(out) }
             out.append(contentsOf: buffer[0..<n])
@@ -31,11 +31,11 @@ enum SystemFile {
 
     /// nil when `path` is a file this process can open for reading.
     static func readableProblem(_ path: String) -> FileProblem? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return .os(errno) }
+        let fd: Int32
+        do { fd = try Syscall.blocking("open", path: path) { open(path, O_RDONLY | O_CLOEXEC) } } catch { return .os(error) }
         defer { close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { return .os(errno) }
+        guard fstat(fd, &st) == 0 else { return .os(SystemError("fstat", path: path)) }
         if st.st_mode & S_IFMT == S_IFDIR { return .isDirectory }
         return nil
     }
@@ -49,13 +49,14 @@ enum SystemFile {
 }
 
 enum FileProblem: Error, Equatable, CustomStringConvertible {
-    case os(Int32)
+    /// A system call failed; the message is its reason alone (the caller names the file).
+    case os(SystemError)
     case isDirectory
     case tooLarge(Int)
 
     var description: String {
         switch self {
-        case .os(let code): return String(cString: strerror(code))
+        case .os(let error): return error.reason
         case .isDirectory: return "is a directory"
         case .tooLarge(let limit): return "larger than \(limit / 1024) KiB"
         }

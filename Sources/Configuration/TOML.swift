@@ -13,6 +13,8 @@
 // key or table, a table over a value, [x] against [[x]]) is recorded and the parse goes on, ignoring
 // the second definition, so one run reports all of them.
 
+import Profiles
+
 /// A TOML value and the line (1-based) where it starts. A table's line is its header's (or its first
 /// key's, for a table made by dotted keys); an array of tables' line is its first `[[…]]` header.
 public struct TOMLValue: Sendable, Equatable {
@@ -195,18 +197,13 @@ func quoted(_ s: String) -> String {
         case "\r": out += "\\r"
         default:
             if scalar.value < 0x20 || scalar.value == 0x7F {
-                out += "\\u" + hex(scalar.value, digits: 4)
+                out += "\\u" + Hex.string(scalar.value, digits: 4)
             } else {
                 out.unicodeScalars.append(scalar)
             }
         }
     }
     return out + "\""
-}
-
-func hex(_ v: UInt32, digits: Int) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return String(repeating: "0", count: max(0, digits - s.count)) + s
 }
 
 private func isBareKeyByte(_ c: UInt8) -> Bool {
@@ -351,7 +348,7 @@ private struct TOMLParser {
         guard let c = peek() else { return "end of file" }
         if c == ASCII.lf || c == ASCII.cr { return "end of line" }
         if c < 0x80 {
-            if c < 0x20 || c == 0x7F { return "control character U+\(hex(UInt32(c), digits: 4))" }
+            if c < 0x20 || c == 0x7F { return "control character U+\(Hex.string(c, digits: 4))" }
             return "'\(Character(Unicode.Scalar(c)))'"
         }
         var end = position + 1

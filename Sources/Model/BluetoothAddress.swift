@@ -2,6 +2,8 @@
 // The textual form keeps the most significant byte first, as people write addresses; the kernel's
 // little-endian `bdaddr_t` is converted to and from it in Acquisition's Bluetooth.swift.
 
+import Profiles
+
 /// A 48-bit Bluetooth device address with its LE address type.
 public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
     /// LE address type: public (IEEE-assigned) or random (static or private).
@@ -28,23 +30,14 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
                 let sep = utf8[i * 3 - 1]
                 guard sep == UInt8(ascii: ":") || sep == UInt8(ascii: "-") else { return nil }
             }
-            guard let hi = hexValue(utf8[i * 3]), let lo = hexValue(utf8[i * 3 + 1]) else { return nil }
+            guard let hi = Hex.value(ofDigit: utf8[i * 3]), let lo = Hex.value(ofDigit: utf8[i * 3 + 1]) else { return nil }
             out[i] = hi << 4 | lo
         }
         self.bytes = out
         self.kind = kind
     }
 
-    public var description: String {
-        let digits = Array("0123456789ABCDEF")
-        var s = ""
-        for i in 0..<6 {
-            if i > 0 { s.append(":") }
-            s.append(digits[Int(bytes[i] >> 4)])
-            s.append(digits[Int(bytes[i] & 15)])
-        }
-        return s
-    }
+    public var description: String { Hex.bytes((0..<6).map { bytes[$0] }, separator: ":") }
 
     /// Same 48 bits, whatever the address type says (advertising reports and configuration files
     /// do not always agree on it).
@@ -59,14 +52,5 @@ public struct BluetoothAddress: Hashable, Sendable, CustomStringConvertible {
     public func hash(into h: inout Hasher) {
         for i in 0..<6 { h.combine(bytes[i]) }
         h.combine(kind)
-    }
-}
-
-private func hexValue(_ c: UInt8) -> UInt8? {
-    switch c {
-    case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-    case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-    case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-    default: return nil
     }
 }

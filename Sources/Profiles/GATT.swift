@@ -72,12 +72,8 @@ public struct GATTUUID: Hashable, Sendable, Comparable, CustomStringConvertible 
         }
         var digits: [UInt64] = []
         for c in utf8 {
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digits.append(UInt64(c - UInt8(ascii: "0")))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digits.append(UInt64(c - UInt8(ascii: "a") + 10))
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digits.append(UInt64(c - UInt8(ascii: "A") + 10))
-            default: return nil
-            }
+            guard let v = Hex.value(ofDigit: c) else { return nil }
+            digits.append(UInt64(v))
         }
         let value = { (range: Range<Int>) in digits[range].reduce(UInt64(0)) { $0 << 4 | $1 } }
         switch digits.count {
@@ -88,19 +84,14 @@ public struct GATTUUID: Hashable, Sendable, Comparable, CustomStringConvertible 
     }
 
     public var description: String {
-        if let alias = sigAlias { return hex(UInt64(alias), digits: 4) }
-        let h = hex(high, digits: 16), l = hex(low, digits: 16)
+        if let alias = sigAlias { return Hex.string(alias, digits: 4) }
+        let h = Hex.string(high, digits: 16), l = Hex.string(low, digits: 16)
         let hs = Array(h), ls = Array(l)
         return String(hs[0..<8]) + "-" + String(hs[8..<12]) + "-" + String(hs[12..<16]) + "-"
             + String(ls[0..<4]) + "-" + String(ls[4..<16])
     }
 
     public static func < (a: GATTUUID, b: GATTUUID) -> Bool { (a.high, a.low) < (b.high, b.low) }
-}
-
-private func hex(_ value: UInt64, digits: Int) -> String {
-    let s = String(value, radix: 16, uppercase: true)
-    return String(repeating: "0", count: max(0, digits - s.count)) + s
 }
 
 extension UInt64: Deserializable {}

@@ -52,12 +52,7 @@ public struct ConfigValue: Sendable, Hashable, CustomStringConvertible {
 
     public var bytes: [UInt8] { length == 1 ? [UInt8(truncatingIfNeeded: value)] : [UInt8(truncatingIfNeeded: value), UInt8(value >> 8)] }
 
-    public var description: String { bytes.map { hexByte($0) }.joined(separator: " ") }
-}
-
-func hexByte(_ b: UInt8) -> String {
-    let digits: [Character] = ["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "A", "B", "C", "D", "E", "F"]
-    return String([digits[Int(b >> 4)], digits[Int(b & 15)]])
+    public var description: String { Hex.bytes(bytes) }
 }
 
 public struct SensorProfile: Sendable {

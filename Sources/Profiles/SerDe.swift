@@ -56,7 +56,7 @@ public enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidUTF8(let c, let offset):
             return "\(c): invalid UTF-8 at byte \(offset)"
         case .invalidValue(let c, let value):
-            return "\(c): undefined value \(value) (0x\(String(value, radix: 16, uppercase: true)))"
+            return "\(c): undefined value \(value) (0x\(Hex.string(value)))"
         case .missingCalibration(let c):
             return "\(c): calibration has not been read"
         }

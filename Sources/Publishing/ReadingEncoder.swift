@@ -6,9 +6,11 @@
 //
 // (one line on the wire). The per-tag part up to `"sensor":"` is escaped once, when the encoder is
 // made; per reading the encoder copies it, then writes the sensor name, the time, the sequence
-// number and the fields straight into the caller's `PayloadBuffer`: numbers through the runtime's
-// shortest round-trip printer into the buffer itself, names and units from their static strings.
-// Bit fields (keys, self-test) are `{"value":[0,2]}` without a unit; NaN and infinities are `null`.
+// number and the fields straight into the caller's `PayloadBuffer`: numbers through the standard
+// library's shortest round-trip printer into the buffer itself, names and units from their static
+// strings. Bit fields (keys, self-test) are `{"value":[0,2]}` without a unit; NaN and infinities
+// are `null`. `collectord decode` prints a reading through the same field writer
+// (`ReadingEncoder.text(of:model:appending:)`), so it shows the daemon's bytes.
 
 import Profiles
 
@@ -95,21 +97,26 @@ public struct ReadingEncoder: Sendable {
     /// 20 digits, `,"fields":{`, `}}`, with room to spare.
     private var fixedBound: Int { prefix.count + 128 }
 
-    /// One field: `"name":{"value":` + number (32 bytes of printer scratch) or bit list (≤ 87) +
+    /// One field: `"name":{"value":` + number (`numberBound`) or bit list (≤ 87) +
     /// `,"unit":"unit"}` + separator.
     private static func fieldBound(nameBytes: Int, unitBytes: Int) -> Int {
         escapedBound(nameBytes) + escapedBound(unitBytes) + 128
     }
 
-    /// The most bytes `encode` can write for `reading`.
-    public func requiredCapacity(for reading: Reading) -> Int {
-        var n = fixedBound
+    /// The most bytes `writeFields` can write for `reading`, less the braces (in `fixedBound`).
+    private static func fieldsBound(for reading: Reading) -> Int {
+        var n = 0
         for field in reading {
             let nameBytes = field.name.withUTF8Buffer { $0.count }
             let unitBytes = field.unit.symbol.withUTF8Buffer { $0.count }
             n += ReadingEncoder.fieldBound(nameBytes: nameBytes, unitBytes: unitBytes)
         }
         return n
+    }
+
+    /// The most bytes `encode` can write for `reading`.
+    public func requiredCapacity(for reading: Reading) -> Int {
+        fixedBound + ReadingEncoder.fieldsBound(for: reading)
     }
 
     /// Enough for any reading the profiles produce (nine fields, names up to 32 bytes).
@@ -134,28 +141,62 @@ public struct ReadingEncoder: Sendable {
             time.write(to: &w)
             w.raw(#"","seq":"#)
             w.integer(sequence)
-            w.raw(#","fields":{"#)
-            var first = true
-            for field in reading {
-                if !first { w.byte(UInt8(ascii: ",")) }
-                first = false
-                w.string(field.name)
-                w.raw(#":{"value":"#)
-                switch field.value {
-                case .number(let v):
-                    w.number(v)
-                    if field.unit != .none {
-                        w.raw(#","unit":"#)
-                        w.string(field.unit.symbol)
-                    }
-                case .bits(let bits):
-                    w.bitIndices(bits)
-                }
-                w.byte(UInt8(ascii: "}"))
-            }
-            w.raw("}}")
+            w.raw(#","fields":"#)
+            ReadingEncoder.writeFields(of: reading, to: &w)
+            w.byte(UInt8(ascii: "}"))
         }
         return buffer.count
+    }
+
+    /// The `fields` object of a payload: `{"name":{"value":21.0,"unit":"°C"},"pressed":{"value":[0,2]}}`.
+    private static func writeFields(of reading: Reading, to w: inout JSONWriter) {
+        w.byte(UInt8(ascii: "{"))
+        var first = true
+        for field in reading {
+            if !first { w.byte(UInt8(ascii: ",")) }
+            first = false
+            w.string(field.name)
+            w.raw(#":{"value":"#)
+            switch field.value {
+            case .number(let v):
+                w.number(v)
+                if field.unit != .none {
+                    w.raw(#","unit":"#)
+                    w.string(field.unit.symbol)
+                }
+            case .bits(let bits):
+                w.bitIndices(bits)
+            }
+            w.byte(UInt8(ascii: "}"))
+        }
+        w.byte(UInt8(ascii: "}"))
+    }
+
+    /// `reading` without a tag, a time or a sequence number, as `collectord decode` prints it:
+    /// `{"model":"cc2650","sensor":"keys","fields":{…}}`, then the `extra` string members. The model,
+    /// the sensor and the fields are the bytes `encode` publishes for the same reading (one line,
+    /// the same numbers, bit lists, units and escaping). Allocates; not for the per-reading path.
+    public static func text(of reading: Reading, model: Model, appending extra: [(String, String)] = []) -> String {
+        var extraBytes = 0
+        for (key, value) in extra { extraBytes += escapedBound(key.utf8.count) + escapedBound(value.utf8.count) + 6 }
+        var buffer = PayloadBuffer(capacity: escapedBound(model.rawValue.utf8.count) + 128
+                                       + fieldsBound(for: reading) + extraBytes)
+        buffer.overwrite { w in
+            w.raw(#"{"model":"#)
+            w.string(model.rawValue)
+            w.raw(#","sensor":"#)
+            w.string(reading.sensor.jsonName)
+            w.raw(#","fields":"#)
+            writeFields(of: reading, to: &w)
+            for (key, value) in extra {
+                w.byte(UInt8(ascii: ","))
+                w.string(key)
+                w.byte(UInt8(ascii: ":"))
+                w.string(value)
+            }
+            w.byte(UInt8(ascii: "}"))
+        }
+        return buffer.text
     }
 }
 

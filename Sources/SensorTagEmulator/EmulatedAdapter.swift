@@ -90,8 +90,8 @@ public final class EmulatedAdapter: LinkConnector, AdvertisementMonitor {
                     attempt.finish(.success(try tag.connect()))
                 } catch .refused {
                     attempt.finish(.failure(.refused))
-                } catch .system(let call, let e) {
-                    attempt.finish(.failure(.system(e, "\(call) failed with errno \(e)")))
+                } catch .system(let error) {
+                    attempt.finish(.failure(.system(error)))
                 } catch {
                     // Stopped advertising meanwhile (powered down, taken): keep waiting.
                     self.waitForAdvertising(attempt, tag)

@@ -135,7 +135,7 @@ public final class SensorTagEmulator {
         } catch {
             Glibc.close(pair.client)
             Glibc.close(pair.server)
-            throw .system(call: "ATTBearer", errno: (error as? SystemError)?.errno ?? EIO)
+            throw .system(error as? SystemError ?? SystemError("ATTBearer", errno: EIO))
         }
         attach(b)
         return pair.client
@@ -565,7 +565,7 @@ public final class SensorTagEmulator {
         let rc = fds.withUnsafeMutableBufferPointer {
             Glibc.socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
         }
-        guard rc == 0 else { throw .system(call: "socketpair", errno: errno) }
+        guard rc == 0 else { throw .system(SystemError("socketpair")) }
         return (fds[0], fds[1])
     }
 }

@@ -4,6 +4,7 @@
 // (`dropLink()`, `powerDown()` / `pressButton()`).
 
 import Profiles
+import Reactor
 
 /// Persistent misbehaviour, checked on every PDU. All off by default.
 public struct Faults: Sendable, Equatable {
@@ -59,14 +60,14 @@ public enum EmulatorError: Error, Sendable, Equatable, CustomStringConvertible {
     case poweredDown
     /// The tag already has its one connection.
     case alreadyConnected
-    case system(call: String, errno: Int32)
+    case system(SystemError)
 
     public var description: String {
         switch self {
         case .refused: return "connection refused"
         case .poweredDown: return "tag is powered down (press its button)"
         case .alreadyConnected: return "tag is already connected"
-        case .system(let call, let e): return "\(call) failed with errno \(e)"
+        case .system(let error): return error.description
         }
     }
 }

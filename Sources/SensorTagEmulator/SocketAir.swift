@@ -42,8 +42,6 @@ private func seqpacketSocket() -> Int32 {
     socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
 }
 
-private func errorText(_ call: String, _ e: Int32) -> String { "\(call): \(String(cString: strerror(e)))" }
-
 // MARK: - The central's side
 
 /// Connects to tags served by `TagSocketHost`s in `directory` (another process's emulators).
@@ -95,13 +93,12 @@ public final class TagSocketConnector: LinkConnector, AdvertisementMonitor {
     private func tryConnect(_ attempt: Attempt, _ path: String) {
         guard attempt.completion != nil else { return }
         guard var remote = unixAddress(path) else {
-            attempt.finish(.failure(.system(ENAMETOOLONG, "tag socket path too long: \(path)")))
+            attempt.finish(.failure(.system(SystemError("connect", errno: ENAMETOOLONG, path: path))))
             return
         }
         let fd = seqpacketSocket()
         guard fd >= 0 else {
-            let e = errno
-            attempt.finish(.failure(.system(e, errorText("socket", e))))
+            attempt.finish(.failure(.system(SystemError("socket"))))
             return
         }
         // A local SEQPACKET connect completes at once or fails at once (EAGAIN: backlog full).
@@ -116,7 +113,7 @@ public final class TagSocketConnector: LinkConnector, AdvertisementMonitor {
             // Not advertising (or between binds): keep trying until the attempt times out.
             attempt.retry = loop.schedule(after: retryInterval) { [weak self] in self?.tryConnect(attempt, path) }
         default:
-            attempt.finish(.failure(.system(e, errorText("connect \(path)", e))))
+            attempt.finish(.failure(.system(SystemError("connect", errno: e, path: path))))
         }
     }
 
@@ -167,7 +164,7 @@ public final class TagSocketHost {
         self.tag = tag
         self.loop = loop
         path = tagSocketPath(directory, address)
-        guard unixAddress(path) != nil else { throw .system(call: "bind \(path)", errno: ENAMETOOLONG) }
+        guard unixAddress(path) != nil else { throw .system(SystemError("bind", errno: ENAMETOOLONG, path: path)) }
         unlink(path)  // a stale socket of an earlier run
         advertiseWhenReady()
     }
@@ -188,19 +185,19 @@ public final class TagSocketHost {
     private func listen() throws(EmulatorError) {
         guard listener < 0, var local = unixAddress(path) else { return }
         let fd = seqpacketSocket()
-        guard fd >= 0 else { throw .system(call: "socket", errno: errno) }
+        guard fd >= 0 else { throw .system(SystemError("socket")) }
         unlink(path)
         guard withUnixAddress(&local, { bind(fd, $0, $1) }) == 0, Glibc.listen(fd, 4) == 0 else {
             let e = errno
             Glibc.close(fd)
-            throw .system(call: "bind \(path)", errno: e)
+            throw .system(SystemError("bind", errno: e, path: path))
         }
         listener = fd
         do {
             try loop.watch(fd, .readable) { [weak self] _ in self?.accept() }
         } catch {
             stopListening()
-            throw .system(call: "epoll", errno: error.errno)
+            throw .system(error)
         }
     }
 

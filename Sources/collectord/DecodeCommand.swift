@@ -1,11 +1,16 @@
 import Profiles
+import Publishing
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// `collectord decode`: one payload, as a tag sent it, turned into the reading the daemon would
-/// publish. For debugging a tag or checking a formula without any Bluetooth.
+/// publish. For debugging a tag or checking a formula without any Bluetooth. It prints the
+/// payload's model, sensor and fields exactly as the daemon publishes them (the same encoder, so
+/// `21.0` and not `21`), on one line, and the payload bytes as `raw`:
+///
+///     {"model":"cc2650","sensor":"keys","fields":{"pressed":{"value":[0,2]}},"raw":"05"}
 struct Decode: Command {
     static let model = Option<String>("model", help: "Tag model: cc2541, cc2650 or cc1350.")
     static let sensor = Option<String>("sensor", help: "Sensor whose data characteristic the bytes came from.")
@@ -82,7 +87,7 @@ struct Decode: Command {
             let reading = try withRawSpan(payload) { (span) throws(DecodeError) -> Reading in
                 try profile.decode(span, settings: settings)
             }
-            return JSON.reading(reading, model: model)
+            return ReadingEncoder.text(of: reading, model: model, appending: [("raw", Hex.bytes(reading.raw))])
         } catch {
             throw .data("\(error)")
         }

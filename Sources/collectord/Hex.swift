@@ -1,3 +1,5 @@
+import Profiles
+
 /// Why a hex string could not be turned into bytes.
 enum HexError: Error, Equatable, CustomStringConvertible {
     case invalidCharacter(Character, position: Int)
@@ -30,16 +32,11 @@ func parseHex(_ text: String) throws(HexError) -> [UInt8] {
             i += 2
             continue
         }
-        guard let v = c.hexDigitValue else { throw .invalidCharacter(c, position: i) }
-        digits.append(UInt8(v))
+        guard let v = c.asciiValue.flatMap(Hex.value(ofDigit:)) else { throw .invalidCharacter(c, position: i) }
+        digits.append(v)
         i += 1
     }
     guard !digits.isEmpty else { throw .empty }
     guard digits.count % 2 == 0 else { throw .oddDigitCount(digits.count) }
     return stride(from: 0, to: digits.count, by: 2).map { digits[$0] << 4 | digits[$0 + 1] }
-}
-
-func hexString<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
-    let digits = Array("0123456789ABCDEF")
-    return bytes.map { String([digits[Int($0 >> 4)], digits[Int($0 & 15)]]) }.joined(separator: " ")
 }

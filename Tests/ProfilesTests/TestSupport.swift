@@ -17,12 +17,7 @@ func hex(_ text: String) -> [UInt8] {
 }
 
 /// Prints bytes in the spec's notation, for failure messages.
-func hexString(_ bytes: some Sequence<UInt8>) -> String {
-    bytes.map { b in
-        let s = String(b, radix: 16, uppercase: true)
-        return b < 16 ? "0" + s : s
-    }.joined(separator: " ")
-}
+func hexString(_ bytes: some Sequence<UInt8>) -> String { Hex.bytes(Array(bytes)) }
 
 /// Half a unit in the last printed digit, plus a hair for binary floating point.
 func tolerance(decimals: Int) -> Double {

@@ -238,6 +238,31 @@ struct NumberAndTimeTests {
         #expect(checked > 2_900_000)
     }
 
+    /// `JSONWriter.number` relies on `Double.write(to:)` handing the text over as bytes
+    /// (`_writeASCII`), not as a `String`, which would allocate for texts over 15 bytes.
+    @Test("Double.write(to:) gives the number writer bytes, never a String, within numberBound")
+    func numberSinkGetsBytes() {
+        var rng = SplitMix64(seed: 0x5157)
+        var values: [Double] = [0, -0.0, 21, 1e-5, 1e16, 21.490322265625004, .leastNonzeroMagnitude,
+                                .leastNormalMagnitude, -.leastNormalMagnitude, .greatestFiniteMagnitude,
+                                -.greatestFiniteMagnitude, Double.leastNormalMagnitude.nextDown]
+        for _ in 0..<100_000 { values.append(Double(bitPattern: rng.next())) }
+        var strings = 0, tooLong: [Double] = [], wrong: [Double] = []
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
+            for v in values where v.isFinite {
+                var sink = NumberSink(base: buffer.baseAddress!)
+                v.write(to: &sink)
+                strings += sink.strings
+                if sink.count > numberBound { tooLong.append(v) }
+                let text = String(decoding: UnsafeBufferPointer(start: buffer.baseAddress, count: sink.count), as: UTF8.self)
+                if text != v.description { wrong.append(v) }
+            }
+        }
+        #expect(strings == 0)
+        #expect(tooLong.isEmpty, "\(tooLong.prefix(5))")
+        #expect(wrong.isEmpty, "\(wrong.prefix(5))")
+    }
+
     @Test("civil date conversion agrees with gmtime_r over ±10 000 years and at the edges")
     func civilDates() {
         var rng = SplitMix64(seed: 42)

@@ -76,6 +76,11 @@ def decode_check(path, output):
             print(f"NOT  {where}: not JSON ({e}): {body.strip()[:200]}"); failures += 1; continue
         got = reading.get("fields", {})
         wrong = []
+        # The payload's model and sensor, and the bytes decoded, as `raw` ("80 00 FF").
+        expected_raw = " ".join(hexbytes.replace("0x", "").replace(":", " ").upper().split())
+        for key, value in (("model", model), ("sensor", sensor), ("raw", expected_raw)):
+            if reading.get(key) != value:
+                wrong.append(f"{key}={reading.get(key)!r} (expected {value!r})")
         for name, value in fields:
             field = got.get(name)
             actual = field.get("value") if isinstance(field, dict) else None
