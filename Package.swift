@@ -4,11 +4,11 @@ import PackageDescription
 // Layering (see docs/architecture.md):
 //   Profiles     pure GATT profiles and zero-copy serde; standard library only, no I/O
 //   Model        the values several layers share: addresses, tag and sensor configuration,
-//                backoff, log level, broker, default paths; standard library only
+//                backoff, log level, broker, default paths, the one system error type;
+//                standard library and libc only
 //   Reactor      the one epoll event loop that owns every descriptor and timer
 //   Acquisition  Bluetooth: HCI, L2CAP/ATT bearer, GATT client, supervision; knows nothing of MQTT
-//   Configuration /etc/collectord.conf: parsing and validation with file:line errors (its file
-//                reads go through Reactor's Syscall, its only use of Reactor)
+//   Configuration /etc/collectord.conf: parsing and validation with file:line errors
 //   Publishing   MQTT through libmosquitto on the Reactor loop, payload encoding, on-disk spool
 //   Relay        from a tag's decoded readings to the broker: per-tag sinks, the outbox (send or
 //                spool, replay in order), availability, events and Home Assistant discovery
@@ -63,7 +63,7 @@ let package = Package(
         ),
         .target(
             name: "Configuration",
-            dependencies: ["Profiles", "Model", "Reactor"]
+            dependencies: ["Profiles", "Model"]
         ),
         .target(
             name: "Publishing",

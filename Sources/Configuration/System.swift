@@ -1,15 +1,15 @@
 // The little the configuration needs from the operating system, through Glibc (no Foundation):
-// reading files with the OS's reason on failure, and the host name. System calls go through
-// Reactor's `Syscall` (EINTR retried there) and fail as its `SystemError`.
+// reading files with the OS's reason on failure, and the host name. A failed call is Model's
+// `SystemError`, as everywhere else.
 
 import Glibc
-import Reactor
+import Model
 
 enum SystemFile {
     /// The whole file, or why it cannot be read ("No such file or directory", "is a directory").
     static func read(_ path: String, limit: Int = 1 << 20) -> Result<[UInt8], FileProblem> {
-        let fd: Int32
-        do { fd = try Syscall.blocking("open", path: path) { open(path, O_RDONLY | O_CLOEXEC) } } catch { return .failure(.os(error)) }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(.os(SystemError("open", path: path))) }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { return .failure(.os(SystemError("fstat", path: path))) }
@@ -17,11 +17,13 @@ enum SystemFile {
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
         while true {
-            let n: Int
-            do {
-                n = try Syscall.blocking("read", path: path) { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
-            } catch {
-                return .failure(.os(error))
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                // Configuration stays below the event loop's modules (it depends on Profiles and
+                // Model only), so this one read loop retries EINTR itself rather than through
+                // Reactor's Syscall.
+                if errno == EINTR { continue }
+                return .failure(.os(SystemError("read", path: path)))
             }
             if n == 0 { return .success(out) }
             out.append(contentsOf: buffer[0..<n])
@@ -31,8 +33,8 @@ enum SystemFile {
 
     /// nil when `path` is a file this process can open for reading.
     static func readableProblem(_ path: String) -> FileProblem? {
-        let fd: Int32
-        do { fd = try Syscall.blocking("open", path: path) { open(path, O_RDONLY | O_CLOEXEC) } } catch { return .os(error) }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .os(SystemError("open", path: path)) }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { return .os(SystemError("fstat", path: path)) }

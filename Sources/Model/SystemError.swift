@@ -1,0 +1,35 @@
+// The one error type for a failed system call. It lives here, below the event loop, so that the
+// configuration's file reads (which must not depend on the loop) fail the same way as the
+// loop's own calls; Reactor's `Syscall` is what produces it everywhere else.
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A system call that failed: which call, on what, and the `errno` it left.
+/// `description` reads "open /etc/collectord.conf: No such file or directory", or without a path
+/// "epoll_ctl: Bad file descriptor".
+public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
+    public let call: StaticString
+    public let errno: Int32
+    /// The file or directory the call was about, when that helps the reader.
+    public let path: String?
+
+    public init(_ call: StaticString, errno: Int32 = Glibc.errno, path: String? = nil) {
+        self.call = call
+        self.errno = errno
+        self.path = path
+    }
+
+    /// The operating system's text for `errno`, e.g. "Connection reset by peer".
+    public var reason: String { String(cString: strerror(errno)) }
+
+    public var description: String {
+        if let path { return "\(call) \(path): \(reason)" }
+        return "\(call): \(reason)"
+    }
+
+    public static func == (a: SystemError, b: SystemError) -> Bool {
+        a.errno == b.errno && a.path == b.path && a.call.description == b.call.description
+    }
+}
