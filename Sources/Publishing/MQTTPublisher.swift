@@ -532,22 +532,10 @@ public final class MQTTPublisher {
         topic.withCString { publish(cTopic: $0, payload: payload, qos: qos, retain: retain) }
     }
 
-    /// The same with the topic as UTF-8 bytes without a terminator (a spooled message's, read
-    /// in place): terminated in a stack buffer, so a replay allocates no String per message.
-    public func publish(topicBytes: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
-        guard !topicBytes.contains(0) else {  // it would be cut short at the NUL: a different topic
-            statistics.rejected += 1
-            return .rejected(MQTTError(kind: .invalidMessage, code: mosqCode(MOSQ_ERR_INVAL), message: "topic contains a NUL byte"))
-        }
-        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: topicBytes.count + 1) { buffer in
-            let bytes = UnsafeMutableRawBufferPointer(buffer)
-            bytes.copyMemory(from: topicBytes)
-            bytes[topicBytes.count] = 0
-            return publish(cTopic: buffer.baseAddress!, payload: payload, qos: qos, retain: retain)
-        }
-    }
-
-    private func publish(cTopic: UnsafePointer<CChar>, payload: UnsafeRawBufferPointer, qos: Int32, retain: Bool) -> PublishOutcome {
+    /// The same with a NUL-terminated topic: a spooled message's, read in place with the
+    /// terminator the spool stores after it (`SpooledMessage.topicCString`), so a replay copies
+    /// nothing and allocates no String per message.
+    public func publish(cTopic: UnsafePointer<CChar>, payload: UnsafeRawBufferPointer, qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
         guard case .connected = phase, let mosq else {
             statistics.spooled += 1
             return .spool(.notConnected)

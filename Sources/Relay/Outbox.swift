@@ -65,7 +65,7 @@ public final class Outbox {
                 _ = try spool.next { m in
                     sequence = m.sequence
                     messageQoS = m.qos
-                    outcome = publisher.publish(topicBytes: m.topic, payload: m.payload, qos: Int32(m.qos), retain: m.retain)
+                    outcome = publisher.publish(cTopic: m.topicCString, payload: m.payload, qos: Int32(m.qos), retain: m.retain)
                 }
             } catch {
                 spoolFailed("\(error)")
