@@ -264,11 +264,15 @@ func config(port: Int, extraBrokers: [Int] = [], tags: String) -> String {
         """
 }
 
-let twoTags = """
+let kitchenOnly = """
     [[tag]]
     name = "kitchen"
     address = "00:AA:01:01:00:01"
     model = "cc2650"
+    """
+
+let twoTags = kitchenOnly + """
+
     [[tag]]
     name = "garage"
     address = "00:AA:01:02:00:02"
@@ -471,12 +475,6 @@ func gapFree(_ seqs: [Int]) -> Bool {
     @Test func sighupAddsAndRemovesTagsAndKeepsAnInvalidFileOut() throws {
         let broker = try Broker()
         let sub = try Subscriber(port: broker.port)
-        let kitchenOnly = """
-            [[tag]]
-            name = "kitchen"
-            address = "00:AA:01:01:00:01"
-            model = "cc2650"
-            """
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly))
         try daemon.start()
         #expect(sub.waitFor { !$0.seqs("kitchen/humidity").isEmpty }, "the kitchen streams")
@@ -516,12 +514,6 @@ func gapFree(_ seqs: [Int]) -> Bool {
     @Test func sighupChangingTheBrokerMovesTheReadingsAndKeepsTheLinks() throws {
         let first = try Broker(), second = try Broker()
         let sub1 = try Subscriber(port: first.port), sub2 = try Subscriber(port: second.port)
-        let kitchenOnly = """
-            [[tag]]
-            name = "kitchen"
-            address = "00:AA:01:01:00:01"
-            model = "cc2650"
-            """
         let daemon = try DaemonProcess(config: config(port: first.port, tags: kitchenOnly))
         try daemon.start()
         #expect(sub1.waitFor { !$0.seqs("kitchen/humidity").isEmpty }, "the kitchen streams to the first broker")
