@@ -45,7 +45,7 @@ public enum ATTBearerCloseReason: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .peerClosed: return "peer closed the link"
-        case .error(let e): return String(cString: strerror(e))
+        case .error(let e): return SystemError.reason(e)
         case .requestTimeout: return "ATT request timed out"
         case .local: return "closed locally"
         }

@@ -154,7 +154,7 @@ public final class HCISocket {
         self.loop = loop
         fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
         guard fd >= 0 else {
-            throw .adapterUnavailable(errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : String(cString: strerror(errno)))
+            throw .adapterUnavailable(errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : SystemError.reason(errno))
         }
         var filter = hci_filter()
         hci_filter_clear(&filter)
@@ -166,7 +166,7 @@ public final class HCISocket {
         }
         // The filter goes on before anything is enabled: btvirt sends a report only once.
         guard setsockopt(fd, SOL_HCI, HCI_FILTER, &filter, socklen_t(MemoryLayout<hci_filter>.size)) == 0 else {
-            let message = String(cString: strerror(errno))
+            let message = SystemError.reason(errno)
             Glibc.close(fd)
             throw .adapterUnavailable("HCI filter: \(message)")
         }
@@ -178,7 +178,7 @@ public final class HCISocket {
             p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_hci>.size)) }
         }
         guard bound == 0 else {
-            let message = String(cString: strerror(errno))
+            let message = SystemError.reason(errno)
             Glibc.close(fd)
             throw .adapterUnavailable("bind HCI: \(message)")
         }

@@ -22,7 +22,12 @@ public struct SystemError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// The operating system's text for `errno`, e.g. "Connection reset by peer".
-    public var reason: String { String(cString: strerror(errno)) }
+    public var reason: String { SystemError.reason(errno) }
+
+    /// The operating system's text for any `errno`: the one place that asks `strerror`, for the
+    /// few messages that have an errno but no failed call of ours (a socket's SO_ERROR, a code
+    /// libmosquitto reports).
+    public static func reason(_ errno: Int32) -> String { String(cString: strerror(errno)) }
 
     public var description: String {
         if let path { return "\(call) \(path): \(reason)" }

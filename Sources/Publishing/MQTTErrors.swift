@@ -31,7 +31,7 @@ extension MQTTPublisher {
             if e == EPROTO, let tlsDetail {
                 return MQTTError(kind: .tls, code: rc, message: "TLS error: \(tlsDetail)")
             }
-            return MQTTError(kind: .network, code: rc, message: MQTTPublisher.errnoText(e))
+            return MQTTError(kind: .network, code: rc, message: SystemError.reason(e))
         case mosqCode(MOSQ_ERR_EAI):
             return MQTTError(kind: .network, code: rc, message: "name lookup failed: \(String(cString: gai_strerror(e)))")
         case mosqCode(MOSQ_ERR_CONN_LOST):
@@ -52,11 +52,10 @@ extension MQTTPublisher {
     }
 
     static func text(_ rc: Int32) -> String {
-        if rc == mosqCode(MOSQ_ERR_ERRNO) { return errnoText(errno) }
+        if rc == mosqCode(MOSQ_ERR_ERRNO) { return SystemError.reason(errno) }
         return String(cString: mosquitto_strerror(rc))
     }
 
-    static func errnoText(_ e: Int32) -> String { String(cString: strerror(e)) }
 
     /// "OpenSSL Error[0]: error:0A000086:SSL routines::certificate verify failed" → the reason.
     static func cleanOpenSSLMessage(_ message: String) -> String {

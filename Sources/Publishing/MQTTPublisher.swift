@@ -142,7 +142,7 @@ public final class MQTTPublisher {
         keepaliveSeconds = Int32(keepalive)
 
         guard let m = mosquitto_new(configuration.clientID, configuration.cleanSession, nil) else {
-            throw MQTTError(kind: .other, code: mosqCode(MOSQ_ERR_NOMEM), message: "mosquitto_new failed (errno \(errno))")
+            throw MQTTError(kind: .other, code: mosqCode(MOSQ_ERR_NOMEM), message: "\(SystemError("mosquitto_new"))")
         }
         mosq = m
         mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
@@ -389,7 +389,7 @@ public final class MQTTPublisher {
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(socketFD, SOL_SOCKET, SO_ERROR, &soError, &length)
             abortSocket()
-            socketClosed(soError != 0 ? MQTTError(kind: .network, code: mosqCode(MOSQ_ERR_ERRNO), message: MQTTPublisher.errnoText(soError))
+            socketClosed(soError != 0 ? MQTTError(kind: .network, code: mosqCode(MOSQ_ERR_ERRNO), message: SystemError.reason(soError))
                 : MQTTError(kind: .network, code: mosqCode(MOSQ_ERR_CONN_LOST), message: "connection closed by the broker"))
             return
         }

@@ -190,9 +190,9 @@ public final class Spool {
         }
         try Spool.makeDirectory(directory)
         dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dirFD >= 0 else { throw SpoolError(.system(.openDirectory, errno: errno), path: directory) }
+        guard dirFD >= 0 else { throw SpoolError(.openDirectory, SystemError("opendir"), path: directory) }
         lockFD = openat(dirFD, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o640)
-        guard lockFD >= 0 else { throw SpoolError(.system(.open, errno: errno), path: path("lock")) }
+        guard lockFD >= 0 else { throw SpoolError(.open, SystemError("open"), path: path("lock")) }
         // A holder that is going away (the previous daemon exiting, or a child between fork and
         // exec that still shares the lock's open file description) lets go within moments: retry
         // for up to 500 ms before calling the spool locked.
@@ -201,7 +201,7 @@ public final class Spool {
             let e = errno
             attempts += 1
             guard e == EWOULDBLOCK, attempts < 50 else {
-                throw SpoolError(e == EWOULDBLOCK ? .locked : .system(.lock, errno: e), path: directory)
+                throw SpoolError(e == EWOULDBLOCK ? .locked : .system(.lock, SystemError("flock", errno: e)), path: directory)
             }
             usleep(10_000)
         }
@@ -230,12 +230,12 @@ public final class Spool {
             unsyncedFD = -1
             defer { Glibc.close(fd) }
             if fdatasync(fd) != 0 {
-                throw SpoolError(.system(.sync, errno: errno), path: path(segment: unsyncedName))
+                throw SpoolError(.sync, SystemError("fsync"), path: path(segment: unsyncedName))
             }
         }
         if writeDirty {
             if fdatasync(writeFD) != 0 {
-                throw SpoolError(.system(.sync, errno: errno), path: path(segment: segments[segments.count - 1].name))
+                throw SpoolError(.sync, SystemError("fsync"), path: path(segment: segments[segments.count - 1].name))
             }
             writeDirty = false
         }
@@ -323,7 +323,7 @@ public final class Spool {
         nextSequence = sequence + 1
         if durability == .everyAppend {
             if fdatasync(writeFD) != 0 {
-                throw SpoolError(.system(.sync, errno: errno), path: path(segment: segments[last].name))
+                throw SpoolError(.sync, SystemError("fsync"), path: path(segment: segments[last].name))
             }
         } else {
             writeDirty = true
@@ -342,7 +342,7 @@ public final class Spool {
             writeDirty = true
             try? rotate()
         }
-        throw SpoolError(.system(.write, errno: e), path: file)
+        throw SpoolError(.write, SystemError("write", errno: e), path: file)
     }
 
     private func growWriteBuffer(to length: Int) {

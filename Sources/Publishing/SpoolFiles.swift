@@ -13,7 +13,7 @@ extension Spool {
     func path(segment: UInt64) -> String { path(SpoolNames.segmentName(segment)) }
 
     func syncDirectory() throws(SpoolError) {
-        if fsync(dirFD) != 0 { throw SpoolError(.system(.sync, errno: errno), path: directory) }
+        if fsync(dirFD) != 0 { throw SpoolError(.sync, SystemError("fsync"), path: directory) }
         dirDirty = false
     }
 
@@ -30,7 +30,7 @@ extension Spool {
     func removeSegmentFile(_ name: UInt64) throws(SpoolError) {
         if unsyncedFD >= 0 && unsyncedName == name { Glibc.close(unsyncedFD); unsyncedFD = -1 }
         let rc = SpoolNames.withSegmentName(name) { unlinkat(dirFD, $0, 0) }
-        if rc != 0 && errno != ENOENT { throw SpoolError(.system(.remove, errno: errno), path: path(segment: name)) }
+        if rc != 0 && errno != ENOENT { throw SpoolError(.remove, SystemError("unlink"), path: path(segment: name)) }
         dirDirty = true
     }
 
@@ -38,7 +38,7 @@ extension Spool {
         let name = segments[segments.count - 1].name
         if writeFD >= 0 { Glibc.close(writeFD); writeFD = -1 }
         let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640) }
-        guard fd >= 0 else { throw SpoolError(.system(.open, errno: errno), path: path(segment: name)) }
+        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
         writeFD = fd
     }
 
@@ -58,21 +58,21 @@ extension Spool {
     /// the directory.
     func writeCursor() throws(SpoolError) {
         let fd = openat(dirFD, "cursor.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw SpoolError(.system(.open, errno: errno), path: path("cursor.tmp")) }
+        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path("cursor.tmp")) }
         let head = headSequence, dropped = dropped
         let ok = withUnsafeTemporaryAllocation(byteCount: SpoolCursor.size, alignment: 8) { b -> Int32 in
             SpoolCursor.encode(head: head, dropped: dropped, into: b.baseAddress!)
             return write(fd, b.baseAddress!, SpoolCursor.size) == SpoolCursor.size ? 0 : (errno == 0 ? EIO : errno)
         }
-        if ok != 0 { Glibc.close(fd); throw SpoolError(.system(.write, errno: ok), path: path("cursor.tmp")) }
+        if ok != 0 { Glibc.close(fd); throw SpoolError(.write, SystemError("write", errno: ok), path: path("cursor.tmp")) }
         if fdatasync(fd) != 0 {
             let e = errno
             Glibc.close(fd)
-            throw SpoolError(.system(.sync, errno: e), path: path("cursor.tmp"))
+            throw SpoolError(.sync, SystemError("fsync", errno: e), path: path("cursor.tmp"))
         }
         Glibc.close(fd)
         if renameat(dirFD, "cursor.tmp", dirFD, "cursor") != 0 {
-            throw SpoolError(.system(.rename, errno: errno), path: path("cursor"))
+            throw SpoolError(.rename, SystemError("rename"), path: path("cursor"))
         }
         try syncDirectory()
         persistedHead = head
@@ -84,12 +84,12 @@ extension Spool {
         var st = stat()
         if stat(directory, &st) == 0 {
             guard st.st_mode & S_IFMT == S_IFDIR else {
-                throw SpoolError(.system(.createDirectory, errno: ENOTDIR), path: directory)
+                throw SpoolError(.createDirectory, SystemError("mkdir", errno: ENOTDIR), path: directory)
             }
             return
         }
         let bytes = Array(directory.utf8)
-        guard !bytes.isEmpty else { throw SpoolError(.system(.createDirectory, errno: ENOENT), path: directory) }
+        guard !bytes.isEmpty else { throw SpoolError(.createDirectory, SystemError("mkdir", errno: ENOENT), path: directory) }
         var end = 1
         while end <= bytes.count {
             if end == bytes.count || bytes[end] == UInt8(ascii: "/") {
@@ -98,10 +98,10 @@ extension Spool {
                     let e = errno
                     if e == EEXIST {
                         if stat(prefix, &st) != 0 || st.st_mode & S_IFMT != S_IFDIR {
-                            throw SpoolError(.system(.createDirectory, errno: ENOTDIR), path: prefix == directory ? directory : "\(directory) (at \(prefix))")
+                            throw SpoolError(.createDirectory, SystemError("mkdir", errno: ENOTDIR), path: prefix == directory ? directory : "\(directory) (at \(prefix))")
                         }
                     } else {
-                        throw SpoolError(.system(.createDirectory, errno: e), path: prefix == directory ? directory : "\(directory) (at \(prefix))")
+                        throw SpoolError(.createDirectory, SystemError("mkdir", errno: e), path: prefix == directory ? directory : "\(directory) (at \(prefix))")
                     }
                 }
             }
@@ -114,6 +114,6 @@ extension SpoolError {
     /// `operation` failed as `error` says; `path` is the spool's name for the file (a segment's
     /// full path), which says more than the call's.
     init(_ operation: Operation, _ error: SystemError, path: String) {
-        self.init(.system(operation, errno: error.errno), path: path)
+        self.init(.system(operation, error), path: path)
     }
 }

@@ -7,7 +7,8 @@ import Glibc
 
 // MARK: - Errors
 
-/// Why a spool operation failed. OS failures carry the call that failed, the path and `errno`;
+/// Why a spool operation failed. OS failures carry what the spool was doing, the path and the
+/// `SystemError`;
 /// `description` reads like "spool: cannot create directory /var/lib/x/y: Not a directory (errno 20)".
 public struct SpoolError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum Operation: String, Sendable {
@@ -35,8 +36,8 @@ public struct SpoolError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     public enum Code: Equatable, Sendable {
-        /// A system call failed with this `errno`.
-        case system(Operation, errno: Int32)
+        /// A system call failed.
+        case system(Operation, SystemError)
         /// Another process (or another `Spool` in this one) holds the directory's lock.
         case locked
         /// A bad argument to `init`.
@@ -60,14 +61,14 @@ public struct SpoolError: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// The `errno` of a system failure, else nil.
     public var errno: Int32? {
-        if case .system(_, let e) = code { return e }
+        if case .system(_, let e) = code { return e.errno }
         return nil
     }
 
     public var description: String {
         switch code {
         case .system(let op, let e):
-            return "spool: cannot \(op.rawValue) \(path): \(String(cString: strerror(e))) (errno \(e))"
+            return "spool: cannot \(op.rawValue) \(path): \(e.reason) (errno \(e.errno))"
         case .locked:
             return "spool: \(path) is locked by another process (is another collectord running?)"
         case .invalidConfiguration(let p):

@@ -77,7 +77,7 @@ extension Spool {
             // No segment: start one at the first unused sequence number.
             let name = max(cursorHead, previous.map { $0 + 1 } ?? 0)
             let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640) }
-            guard fd >= 0 else { throw SpoolError(.system(.open, errno: errno), path: path(segment: name)) }
+            guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
             Glibc.close(fd)
             dirDirty = true
             kept.append((name, SegmentScan()))
@@ -100,11 +100,11 @@ extension Spool {
     /// The segment numbers in the directory, oldest first; leftover temporary files are removed.
     private func listSegments() throws(SpoolError) -> [UInt64] {
         let fd = dup(dirFD)
-        guard fd >= 0 else { throw SpoolError(.system(.listDirectory, errno: errno), path: directory) }
+        guard fd >= 0 else { throw SpoolError(.listDirectory, SystemError("readdir"), path: directory) }
         guard let dir = fdopendir(fd) else {
             let e = errno
             Glibc.close(fd)
-            throw SpoolError(.system(.listDirectory, errno: e), path: directory)
+            throw SpoolError(.listDirectory, SystemError("readdir", errno: e), path: directory)
         }
         defer { closedir(dir) }
         rewinddir(dir)
@@ -128,10 +128,10 @@ extension Spool {
     /// Reads a whole segment file.
     private func readSegmentFile(_ name: UInt64) throws(SpoolError) -> [UInt8] {
         let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_RDONLY | O_CLOEXEC) }
-        guard fd >= 0 else { throw SpoolError(.system(.open, errno: errno), path: path(segment: name)) }
+        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
         defer { Glibc.close(fd) }
         var st = stat()
-        guard fstat(fd, &st) == 0 else { throw SpoolError(.system(.read, errno: errno), path: path(segment: name)) }
+        guard fstat(fd, &st) == 0 else { throw SpoolError(.read, SystemError("read"), path: path(segment: name)) }
         var failure: SystemError? = nil
         let bytes = [UInt8](unsafeUninitializedCapacity: Int(st.st_size)) { buffer, count in
             while count < buffer.count {
@@ -230,10 +230,10 @@ extension Spool {
         if kept.isEmpty {
             // A torn or damaged tail: truncate in place.
             let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_WRONLY | O_CLOEXEC) }
-            guard fd >= 0 else { throw SpoolError(.system(.open, errno: errno), path: fileName) }
+            guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: fileName) }
             defer { Glibc.close(fd) }
-            guard ftruncate(fd, off_t(bad)) == 0 else { throw SpoolError(.system(.truncate, errno: errno), path: fileName) }
-            guard fdatasync(fd) == 0 else { throw SpoolError(.system(.sync, errno: errno), path: fileName) }
+            guard ftruncate(fd, off_t(bad)) == 0 else { throw SpoolError(.truncate, SystemError("ftruncate"), path: fileName) }
+            guard fdatasync(fd) == 0 else { throw SpoolError(.sync, SystemError("fsync"), path: fileName) }
             return Array(bytes[0..<bad])
         }
 
@@ -243,8 +243,8 @@ extension Spool {
         let fd = SpoolNames.withSegmentName(name, extension: ".tmp") {
             openat(dirFD, $0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
         }
-        guard fd >= 0 else { throw SpoolError(.system(.open, errno: errno), path: tmpName) }
-        var failure: (SpoolError.Operation, Int32)? = nil
+        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: tmpName) }
+        var failure: (SpoolError.Operation, SystemError)? = nil
         rewritten.withUnsafeBytes { r in
             var done = 0
             while done < r.count {
@@ -252,26 +252,26 @@ extension Spool {
                 do throws(SystemError) {
                     n = try Syscall.blocking("write") { write(fd, r.baseAddress! + done, r.count - done) }
                 } catch {
-                    failure = (.write, error.errno)
+                    failure = (.write, error)
                     return
                 }
                 if n == 0 {
-                    failure = (.write, EIO)
+                    failure = (.write, SystemError("write", errno: EIO))
                     return
                 }
                 done += n
             }
-            if fdatasync(fd) != 0 { failure = (.sync, errno) }
+            if fdatasync(fd) != 0 { failure = (.sync, SystemError("fdatasync")) }
         }
         Glibc.close(fd)
         if let (op, e) = failure {
             _ = SpoolNames.withSegmentName(name, extension: ".tmp") { unlinkat(dirFD, $0, 0) }
-            throw SpoolError(.system(op, errno: e), path: tmpName)
+            throw SpoolError(op, e, path: tmpName)
         }
         let rc = SpoolNames.withSegmentName(name, extension: ".tmp") { tmp in
             SpoolNames.withSegmentName(name) { renameat(dirFD, tmp, dirFD, $0) }
         }
-        guard rc == 0 else { throw SpoolError(.system(.rename, errno: errno), path: fileName) }
+        guard rc == 0 else { throw SpoolError(.rename, SystemError("rename"), path: fileName) }
         try syncDirectory()
         return rewritten
     }
@@ -286,7 +286,7 @@ extension Spool {
         var scan = try scanSegment(old.name, from: readOffset, minimumSequence: minimum, head: 0)
         guard scan.repaired || scan.size != old.size else {
             // The file checks out now, yet the record did not: do not loop over it.
-            throw SpoolError(.system(.read, errno: EIO), path: path(segment: old.name))
+            throw SpoolError(.read, SystemError("read", errno: EIO), path: path(segment: old.name))
         }
         // Whatever the repair did, the bytes before readOffset are unchanged. A rewritten file is
         // a new inode (already synced).

@@ -97,7 +97,7 @@ extension Spool {
         if readFD >= 0 && readFDSegment == name { return readFD }
         if readFD >= 0 { Glibc.close(readFD); readFD = -1 }
         let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_RDONLY | O_CLOEXEC) }
-        guard fd >= 0 else { throw SpoolError(.system(.open, errno: errno), path: path(segment: name)) }
+        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
         readFD = fd
         readFDSegment = name
         return fd

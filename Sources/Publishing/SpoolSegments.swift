@@ -72,7 +72,7 @@ extension Spool {
         let fd = SpoolNames.withSegmentName(name) {
             openat(dirFD, $0, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o640)
         }
-        guard fd >= 0 else { throw SpoolError(.system(.open, errno: errno), path: path(segment: name)) }
+        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
         let old = segments[segments.count - 1].name
         if writeDirty {
             if unsyncedFD >= 0 {
@@ -84,7 +84,7 @@ extension Spool {
                 if rc != 0 {
                     Glibc.close(fd)
                     _ = SpoolNames.withSegmentName(name) { unlinkat(dirFD, $0, 0) }
-                    throw SpoolError(.system(.sync, errno: e), path: path(segment: unsyncedName))
+                    throw SpoolError(.sync, SystemError("fsync", errno: e), path: path(segment: unsyncedName))
                 }
             }
             unsyncedFD = writeFD
