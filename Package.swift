@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "Reactor", targets: ["Reactor"]),
         .library(name: "Acquisition", targets: ["Acquisition"]),
         .library(name: "SensorTagEmulator", targets: ["SensorTagEmulator"]),
+        .library(name: "Configuration", targets: ["Configuration"]),
         .library(name: "Publishing", targets: ["Publishing"]),
         .library(name: "Relay", targets: ["Relay"]),
         // For the tests and the benchmark rig (Benchmarks/), not for the daemon.

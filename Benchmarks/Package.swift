@@ -17,9 +17,9 @@ import PackageDescription
 //   NotificationProbe         delivers N notifications with no harness, for valgrind cross-checks
 //
 // Notification to mosquitto_publish (the daemon's whole per-reading path):
-//   PublishRig                NotificationRig's stack + a real mosquitto + a connected MQTTPublisher
-//                             on the same loop + the daemon's Publication path (TagReadings,
-//                             PayloadBuffer, MQTTPublisher, Spool); also the spool-only variant
+//   PublishRig                NotificationRig's stack + a real mosquitto + the daemon's own
+//                             Publication (Relay) on the same loop, the tag's readings sent to it
+//                             through its sink; also the spool-only variant
 //   PublishBenchmarks         the ordo-one/benchmark suite over every PublishRig case
 //   PublishProbe              the same steps with no harness, for valgrind and CPU time
 let package = Package(
@@ -77,7 +77,9 @@ let package = Package(
                 .product(name: "Profiles", package: "collectord"),
                 .product(name: "Reactor", package: "collectord"),
                 .product(name: "Acquisition", package: "collectord"),
+                .product(name: "Configuration", package: "collectord"),
                 .product(name: "Publishing", package: "collectord"),
+                .product(name: "Relay", package: "collectord"),
                 .product(name: "ChildProcesses", package: "collectord"),
                 .product(name: "SensorTagEmulator", package: "collectord"),
             ]

@@ -55,11 +55,15 @@ public let notificationCases: [NotificationCase] = [
 public final class ReadingCounter: ReadingSink, TagSupervisorDelegate {
     public var count = 0
     public var transcript: [String]? = []
+    /// The last reading taken while `keepsLast` (during setup): what the prebuilt PDU decodes to.
+    public private(set) var last: Reading?
+    public var keepsLast = true
 
     public init() {}
 
     public func take(_ reading: Reading, sensor: Int) {
         count += 1
+        if keepsLast { last = reading }
     }
 
     public func supervisor(_ s: TagSupervisor, event: ConnectionEvent) {
@@ -170,6 +174,7 @@ public final class NotificationRig {
         guard counter.count == before + 1 else {
             throw failure("a prebuilt notification produced \(counter.count - before) readings, not 1")
         }
+        counter.keepsLast = false
         decodedBefore = decoded
     }
 

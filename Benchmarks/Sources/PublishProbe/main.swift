@@ -98,12 +98,13 @@ func run(_ name: String, _ n: Int) -> PublishRig {
 
 // MARK: - check
 
-/// `mosquitto_sub` on the rig's broker, its output in a file: every message on the tag's topics.
+/// `mosquitto_sub` on the rig's broker, its output in a file: every message on the sensor's topic
+/// (not the tag's retained availability).
 final class Subscriber {
     let process: ChildProcess
     let path: String
 
-    init(port: Int, count: Int, directory: String) throws {
+    init(port: Int, topic: String, count: Int, directory: String) throws {
         let sub = try findTool("mosquitto_sub", package: "mosquitto-clients")
         let stdbuf = try findTool("stdbuf", package: "coreutils")
         path = "\(directory)/subscriber.out"
@@ -111,7 +112,7 @@ final class Subscriber {
         guard fd >= 0 else { throw BrokerError(description: "cannot write \(path)") }
         defer { close(fd) }
         // -d prints "Subscribed (mid: …)" once the subscription is acknowledged.
-        process = try ChildProcess(stdbuf, ["-oL", sub, "-d", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", "collectord/bench/#",
+        process = try ChildProcess(stdbuf, ["-oL", sub, "-d", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", topic,
                                  "-C", "\(count)", "-W", "60", "-F", "%t %p"], stdout: fd)
     }
 
@@ -170,7 +171,7 @@ func check() -> Bool {
         defer { r.close() }
         let subscriber: Subscriber
         do {
-            subscriber = try Subscriber(port: r.broker!.port, count: n, directory: r.spoolDirectory)
+            subscriber = try Subscriber(port: r.broker!.port, topic: r.topic, count: n, directory: r.spoolDirectory)
         } catch {
             print("\(c.name): \(error)")
             failed += 1

@@ -179,18 +179,17 @@ public final class PublishRig {
             throw failure("\(publication.readingsPublished) readings encoded, \(publication.rejected + publication.outbox.rejected) rejected")
         }
         topic = publication.publisher.topics.prefix + "/" + notification.supervisor.tag.name + "/" + c.notification.sensor.rawValue
-        samplePayload = try Self.payload(of: c, tag: tag, readings: publication.tags[tag.name]!.readings, sample: notification.value)
+        samplePayload = try Self.payload(of: c, readings: publication.tags[tag.name]!.readings, reading: notification.counter.last)
         handedOffBefore = publication.publisher.statistics.handedOff
         deliveredBefore = publication.publisher.statistics.delivered
         appendedBefore = publication.spool.nextSequence
         readingsBefore = publication.readingsPublished
     }
 
-    /// What a reading of `sample` looks like on the wire (the seq and time differ from the last
-    /// one published by a digit at most), for the constant-payload control.
-    static func payload(of c: PublishCase, tag: TagConfiguration, readings: TagReadings, sample: [UInt8]) throws -> String {
-        guard let profile = SensorProfile.lookup(c.model, c.notification.sensor) else { throw RigError(description: "\(c.name): no profile") }
-        let reading = try sample.withUnsafeBytes { try profile.decode(RawSpan(_unsafeBytes: $0), settings: SensorSettings()) }
+    /// What the prebuilt notification's reading looks like on the wire (the seq and time of the
+    /// ones published differ by a digit at most), for the constant-payload control.
+    static func payload(of c: PublishCase, readings: TagReadings, reading: Reading?) throws -> String {
+        guard let reading else { throw RigError(description: "\(c.name): the notification rig kept no reading") }
         var readings = readings
         var buffer = readings.encoder.makeBuffer()
         _ = try readings.encode(reading, index: 0, time: .now(), into: &buffer)
