@@ -16,8 +16,14 @@ public final class Publication: MQTTPublisherDelegate {
     public var spool: Spool { outbox.spool }
     public let topics: Topics
     private let discovery: HomeAssistantDiscovery?
-    /// Every tag's readings are encoded here, one at a time, and handed on before the next.
-    fileprivate var buffer: PayloadBuffer
+    /// Every tag's readings are encoded here, one at a time, and handed on before the next. It
+    /// holds the largest payload any tag added so far can produce (a long tag name makes every
+    /// payload of that tag longer), so a reading that does not fit is a bug, counted and logged.
+    fileprivate var buffer = PayloadBuffer(capacity: 2048)
+    private let loop: EventLoop
+    /// When the last "reading not encoded" line was logged, and how many since.
+    fileprivate var lastRejectLog: Instant?
+    fileprivate var unloggedRejects: UInt64 = 0
     private let log: (LogLevel, () -> String) -> Void
 
     /// One tag as the publication knows it, and the sink its readings arrive at: from the session
@@ -52,6 +58,7 @@ public final class Publication: MQTTPublisherDelegate {
                 topic = try readings.encode(reading, index: sensor, time: .now(), into: &p.buffer)
             } catch {
                 p.rejected += 1
+                p.logRejected(config.name, config.sensors[sensor].sensor, error)
                 return
             }
             p.readingsPublished += 1
@@ -71,6 +78,7 @@ public final class Publication: MQTTPublisherDelegate {
     public init(configuration c: DaemonConfiguration, loop: EventLoop, softwareVersion: String,
                 log: @escaping (LogLevel, () -> String) -> Void) throws {
         self.log = log
+        self.loop = loop
         topics = try Topics(prefix: c.mqtt.topicPrefix, client: c.mqtt.clientID)
         publisher = try MQTTPublisher(configuration: Publication.publisherConfiguration(c), loop: loop)
         let spool = try Spool(directory: c.spool.path, maxBytes: c.spool.maxBytes,
@@ -80,7 +88,6 @@ public final class Publication: MQTTPublisherDelegate {
         discovery = c.homeAssistant.discovery
             ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: softwareVersion)
             : nil
-        buffer = PayloadBuffer(capacity: 2048)
         publisher.delegate = self
     }
 
@@ -108,6 +115,7 @@ public final class Publication: MQTTPublisherDelegate {
     public func add(_ tag: TagConfiguration) -> ReadingSink {
         let t = Tag(tag, publication: self)
         tags[tag.name] = t
+        fit(t.readings.encoder)
         if publisher.isConnected { publishState(of: t) }
         return t
     }
@@ -136,7 +144,27 @@ public final class Publication: MQTTPublisherDelegate {
         t.model = model
         t.firmware = firmware
         t.readings.identify(as: model)
+        fit(t.readings.encoder)
         if changed { announce(t) }
+    }
+
+    /// Grows the payload buffer for `encoder`'s largest reading; done when a tag is added or
+    /// identified, never per reading.
+    private func fit(_ encoder: ReadingEncoder) {
+        if encoder.recommendedCapacity > buffer.capacity { buffer = encoder.makeBuffer() }
+    }
+
+    /// A reading that could not be encoded: logged at once, then at most once a minute with the
+    /// count, so a tag that keeps failing cannot flood the journal.
+    fileprivate func logRejected(_ tag: String, _ sensor: Sensor, _ error: PayloadTooLarge) {
+        if let last = lastRejectLog, loop.now - last < .seconds(60) {
+            unloggedRejects += 1
+            return
+        }
+        let more = unloggedRejects
+        lastRejectLog = loop.now
+        unloggedRejects = 0
+        log(.error) { "\(tag)/\(sensor): reading not published: \(error)" + (more > 0 ? " (and \(more) more in the last minute)" : "") }
     }
 
     private func device(_ t: Tag) -> HomeAssistantDiscovery.Device {

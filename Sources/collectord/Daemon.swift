@@ -213,6 +213,7 @@ final class Daemon: TagSupervisorDelegate {
                                                                        ("bytes", .integer(Int64(spool.bytes))),
                                                                        ("dropped", .integer(Int64(clamping: spool.dropped)))])),
                                                     ("readings", .integer(Int64(clamping: publication.readingsPublished))),
+                                                    ("readings_not_encoded", .integer(Int64(clamping: publication.rejected))),
                                                     ("tags", .object(tags))])
         publication.publishStats(payload)
         let streaming = fleet.supervisors.values.filter { $0.state == .streaming }.count

@@ -20,8 +20,10 @@ final class PublicationFixture {
     let reading: Reading
     let index: Int
 
-    /// `mqtt`: extra lines for the [mqtt] section; `model`: the tag's configured model, if any.
-    init(client: String, mqtt: String = "", model: Model? = nil) throws {
+    /// `mqtt`: extra lines for the [mqtt] section; `model`: the tag's configured model, if any;
+    /// `tag`: its name; `sensor` and `payload`: what is published.
+    init(client: String, mqtt: String = "", model: Model? = nil, tag: String = "t",
+         sensor: Sensor = .humidity, payload: [UInt8] = [0x50, 0x64, 0xE8, 0x7F]) throws {
         broker = try Broker()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-pub-\(UUID().uuidString)")
         let text = """
@@ -34,7 +36,7 @@ final class PublicationFixture {
             [homeassistant]
             discovery = false
             [[tag]]
-            name = "t"
+            name = "\(tag)"
             address = "B0:B4:48:00:00:01"
             \(model.map { "model = \"\($0.rawValue)\"" } ?? "")
             """
@@ -44,12 +46,12 @@ final class PublicationFixture {
         loop = try EventLoop()
         publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "test") { _, _ in }
         sink = publication.add(configuration.tags[0])
-        subscriber = try Subscriber(port: broker.port, topic: "collectord/t/humidity")
-        let profile = SensorProfile.all(for: model ?? .cc2541).first { $0.sensor == .humidity }!
-        reading = try [UInt8]([0x50, 0x64, 0xE8, 0x7F]).withUnsafeBytes {
+        subscriber = try Subscriber(port: broker.port, topic: "collectord/\(tag)/\(sensor.rawValue)")
+        let profile = SensorProfile.all(for: model ?? .cc2541).first { $0.sensor == sensor }!
+        reading = try payload.withUnsafeBytes {
             try profile.decode(RawSpan(_unsafeBytes: $0), settings: SensorSettings())
         }
-        index = configuration.tags[0].sensors.firstIndex { $0.sensor == .humidity }!
+        index = configuration.tags[0].sensors.firstIndex { $0.sensor == sensor }!
     }
 
     func publish(_ count: Int) {
@@ -88,6 +90,21 @@ final class PublicationFixture {
         #expect(f.loop.run(until: { f.publication.spool.isEmpty }, limit: .seconds(10)),
                 "\(f.publication.spool.count) messages still spooled")
         #expect(sequences(f.received(200))["t/humidity"] == Array(0..<200))
+    }
+
+    /// Found by an independent review: with a 240-character tag name, movement readings did not
+    /// fit the publication's fixed 2048-byte payload buffer and were dropped without a word.
+    @Test func aLongTagNameStillCarriesEveryReading() throws {
+        let name = String(repeating: "k", count: 240)
+        let f = try PublicationFixture(client: "long", model: .cc2650, tag: name, sensor: .movement,
+                                       payload: [0x80, 0x00, 0x00, 0xFF, 0x00, 0x00, 0x00, 0x20, 0x00,
+                                                 0xF0, 0x00, 0x40, 0x64, 0x00, 0x38, 0xFF, 0x2C, 0x01])
+        f.publication.start()
+        #expect(f.loop.run(until: { f.publication.publisher.isConnected }, limit: .seconds(5)))
+        f.publish(3)
+        #expect(f.publication.rejected == 0)
+        #expect(f.loop.run(until: { f.publication.spool.isEmpty && f.publication.publisher.inFlight == 0 }, limit: .seconds(5)))
+        #expect(sequences(f.received(3))["\(name)/movement"] == [0, 1, 2])
     }
 
     /// Found while benchmarking: a tag configured without a model published `"model":"cc2650"`
