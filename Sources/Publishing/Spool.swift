@@ -77,6 +77,17 @@ public final class Spool {
         public var repairedSegments = 0
 
         public init() {}
+
+        /// What was repaired, in words for the log, or nil when the spool opened clean.
+        public var repairs: String? {
+            var parts: [String] = []
+            if truncatedBytes > 0 { parts.append("cut a torn tail (\(truncatedBytes) bytes)") }
+            if skippedBytes > 0 { parts.append("skipped \(skippedBytes) damaged bytes") }
+            if repairedSegments > 0 { parts.append("rewrote \(repairedSegments) segment\(repairedSegments == 1 ? "" : "s")") }
+            if lostRecords > 0 { parts.append("\(lostRecords) message\(lostRecords == 1 ? "" : "s") lost to the damage") }
+            if cursor == .corrupt { parts.append("the cursor was damaged, so every message on disk is replayed (some twice)") }
+            return parts.isEmpty ? nil : parts.joined(separator: ", ")
+        }
     }
 
     public let directory: String

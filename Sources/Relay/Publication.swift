@@ -85,6 +85,7 @@ public final class Publication: MQTTPublisherDelegate {
                               segmentBytes: max(64 << 10, min(1 << 20, c.spool.maxBytes / 16)))
         outbox = Outbox(publisher: publisher, spool: spool, qos: Int32(c.mqtt.qos.rawValue), retain: c.mqtt.retain, loop: loop)
         outbox.onSpoolError = { message in log(.error) { "spool: \(message)" } }
+        if let repairs = spool.recovery.repairs { log(.warning) { "spool: repaired \(spool.directory) on open: \(repairs)" } }
         discovery = c.homeAssistant.discovery
             ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: softwareVersion)
             : nil

@@ -19,11 +19,16 @@ final class PublicationFixture {
     let subscriber: Subscriber
     let reading: Reading
     let index: Int
+    /// What the publication logged.
+    let logs = LogLines()
+
+    final class LogLines { var lines: [String] = [] }
 
     /// `mqtt`: extra lines for the [mqtt] section; `model`: the tag's configured model, if any;
     /// `tag`: its name; `sensor` and `payload`: what is published.
     init(client: String, mqtt: String = "", model: Model? = nil, tag: String = "t",
-         sensor: Sensor = .humidity, payload: [UInt8] = [0x50, 0x64, 0xE8, 0x7F]) throws {
+         sensor: Sensor = .humidity, payload: [UInt8] = [0x50, 0x64, 0xE8, 0x7F],
+         spool prepare: (String) throws -> Void = { _ in }) throws {
         broker = try Broker()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-pub-\(UUID().uuidString)")
         let text = """
@@ -43,8 +48,11 @@ final class PublicationFixture {
         guard case .success(let configuration) = DaemonConfiguration.parse(text: text, path: "\(client).conf") else {
             throw FixtureError.configurationRejected
         }
+        try prepare(configuration.spool.path)
         loop = try EventLoop()
-        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "test") { _, _ in }
+        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "test") { [logs] level, message in
+            logs.lines.append("<\(level.rawValue)>\(message())")
+        }
         sink = publication.add(configuration.tags[0])
         subscriber = try Subscriber(port: broker.port, topic: "collectord/\(tag)/\(sensor.rawValue)")
         let profile = SensorProfile.all(for: model ?? .cc2541).first { $0.sensor == sensor }!
@@ -105,6 +113,25 @@ final class PublicationFixture {
         #expect(f.publication.rejected == 0)
         #expect(f.loop.run(until: { f.publication.spool.isEmpty && f.publication.publisher.inFlight == 0 }, limit: .seconds(5)))
         #expect(sequences(f.received(3))["\(name)/movement"] == [0, 1, 2])
+    }
+
+    /// Found by an independent review: a damaged segment and a torn tail lost readings, and the
+    /// only log line was the count of messages waiting. What the spool repaired is said at once.
+    @Test func aRepairedSpoolIsLogged() throws {
+        let f = try PublicationFixture(client: "repair") { path in
+            let spool = try Spool(directory: path, maxBytes: 1 << 20, segmentBytes: 64 << 10)
+            for i in 0..<5 { _ = try [UInt8](repeating: UInt8(i), count: 40).withUnsafeBytes { try spool.append(topic: "collectord/t/humidity", payload: $0, qos: 1) } }
+            try spool.close()
+            // A torn tail: the last record loses its last bytes, as after a power cut mid-write.
+            let segment = try FileManager.default.contentsOfDirectory(atPath: path).first { $0.hasSuffix(".spool") }!
+            let url = URL(fileURLWithPath: path).appendingPathComponent(segment)
+            let bytes = try Data(contentsOf: url)
+            try bytes.dropLast(7).write(to: url)
+        }
+        #expect(f.publication.spool.recovery.truncatedBytes > 0)
+        let repaired = f.logs.lines.filter { $0.contains("spool: repaired") }
+        #expect(repaired.count == 1 && repaired[0].hasPrefix("<4>"), "\(f.logs.lines)")
+        #expect(repaired.first?.contains("cut a torn tail") == true, "\(repaired)")
     }
 
     /// Found while benchmarking: a tag configured without a model published `"model":"cc2650"`
