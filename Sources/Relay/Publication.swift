@@ -21,9 +21,7 @@ public final class Publication: MQTTPublisherDelegate {
     /// payload of that tag longer), so a reading that does not fit is a bug, counted and logged.
     fileprivate var buffer = PayloadBuffer(capacity: 2048)
     private let loop: EventLoop
-    /// When the last "reading not encoded" line was logged, and how many since.
-    fileprivate var lastRejectLog: Instant?
-    fileprivate var unloggedRejects: UInt64 = 0
+    fileprivate var rejectLog = LogThrottle()
     private let log: (LogLevel, () -> String) -> Void
 
     /// One tag as the publication knows it, and the sink its readings arrive at: from the session
@@ -155,17 +153,10 @@ public final class Publication: MQTTPublisherDelegate {
         if encoder.recommendedCapacity > buffer.capacity { buffer = encoder.makeBuffer() }
     }
 
-    /// A reading that could not be encoded: logged at once, then at most once a minute with the
-    /// count, so a tag that keeps failing cannot flood the journal.
+    /// A reading that could not be encoded, so a tag that keeps failing cannot flood the journal.
     fileprivate func logRejected(_ tag: String, _ sensor: Sensor, _ error: PayloadTooLarge) {
-        if let last = lastRejectLog, loop.now - last < .seconds(60) {
-            unloggedRejects += 1
-            return
-        }
-        let more = unloggedRejects
-        lastRejectLog = loop.now
-        unloggedRejects = 0
-        log(.error) { "\(tag)/\(sensor): reading not published: \(error)" + (more > 0 ? " (and \(more) more in the last minute)" : "") }
+        guard let more = rejectLog.admit(at: loop.now) else { return }
+        log(.error) { "\(tag)/\(sensor): reading not published: \(error)" + more }
     }
 
     private func device(_ t: Tag) -> HomeAssistantDiscovery.Device {

@@ -213,6 +213,7 @@ final class Daemon: TagSupervisorDelegate {
                                                                        ("bytes", .integer(Int64(spool.bytes))),
                                                                        ("dropped", .integer(Int64(clamping: spool.dropped))),
                                                                        ("lost_to_damage", .integer(Int64(clamping: spool.corrupted))),
+                                                                       ("errors", .integer(Int64(clamping: publication.outbox.spoolErrors))),
                                                                        ("repaired_on_open", .object([
                                                                            ("truncated_bytes", .integer(Int64(spool.recovery.truncatedBytes))),
                                                                            ("skipped_bytes", .integer(Int64(spool.recovery.skippedBytes))),

@@ -134,6 +134,18 @@ final class PublicationFixture {
         #expect(repaired.first?.contains("cut a torn tail") == true, "\(repaired)")
     }
 
+    /// Found by an independent review: on a full disk every append failed and each failure was
+    /// a log line (110 identical lines in 10 s). A spool that refuses every append (here closed)
+    /// takes the same path: every failure is counted, one line a minute is logged.
+    @Test func aSpoolThatFailsEveryAppendLogsOnceAMinute() throws {
+        let f = try PublicationFixture(client: "flood")
+        try f.publication.spool.close()
+        f.publish(100)
+        #expect(f.publication.outbox.spoolErrors == 100)
+        let lines = f.logs.lines.filter { $0.contains("spool:") }
+        #expect(lines.count == 1, "\(lines.count) lines: \(lines.prefix(3))")
+    }
+
     /// Found while benchmarking: a tag configured without a model published `"model":"cc2650"`
     /// even after it identified itself as a CC2541.
     @Test func readingsCarryTheModelTheTagIdentifiedAs() throws {
