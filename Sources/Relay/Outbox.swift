@@ -28,6 +28,7 @@ public final class Outbox {
     /// (a full disk fails every append; `spoolErrors` counts them all).
     public var onSpoolError: ((String) -> Void)?
     private var errorLog = LogThrottle()
+    private var diskFullLog = LogThrottle()
 
     public init(publisher: MQTTPublisher, spool: Spool, qos: Int32, retain: Bool, loop: EventLoop) {
         self.publisher = publisher
@@ -47,10 +48,15 @@ public final class Outbox {
             case .spool: break
             }
         }
+        let droppedForSpace = spool.droppedForSpace
         do {
             try spool.append(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
         } catch {
             spoolFailed("\(error); a message was lost")
+        }
+        if spool.droppedForSpace != droppedForSpace, let more = diskFullLog.admit(at: loop.now) {
+            onSpoolError?("the disk is full: the oldest messages are dropped to make room for new ones "
+                          + "(\(spool.droppedForSpace) so far)" + more)
         }
         scheduleSync()
         drain()

@@ -28,7 +28,7 @@ final class PublicationFixture {
     /// `tag`: its name; `sensor` and `payload`: what is published.
     init(client: String, mqtt: String = "", model: Model? = nil, tag: String = "t",
          sensor: Sensor = .humidity, payload: [UInt8] = [0x50, 0x64, 0xE8, 0x7F],
-         spool prepare: (String) throws -> Void = { _ in }) throws {
+         spoolSettings: String = "", spool prepare: (String) throws -> Void = { _ in }) throws {
         broker = try Broker()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-pub-\(UUID().uuidString)")
         let text = """
@@ -38,6 +38,7 @@ final class PublicationFixture {
             \(mqtt)
             [spool]
             path = "\(directory.path)/spool"
+            \(spoolSettings)
             [homeassistant]
             discovery = false
             [[tag]]
@@ -144,6 +145,28 @@ final class PublicationFixture {
         #expect(f.publication.outbox.spoolErrors == 100)
         let lines = f.logs.lines.filter { $0.contains("spool:") }
         #expect(lines.count == 1, "\(lines.count) lines: \(lines.prefix(3))")
+    }
+
+    /// Found by an independent review: on a full disk (a 128 KB tmpfs) the new readings were lost,
+    /// the old kept, and every loss was a log line. Now the oldest make room, with one line.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func aFullDiskKeepsTheNewestAndSaysSoOnce() throws {
+        var mountPoint = ""
+        let f = try PublicationFixture(client: "full", spoolSettings: "max_mb = 1") { path in
+            mountPoint = path
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            guard mount("collectord-test", path, "tmpfs", 0, "size=256k") == 0 else {
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM)
+            }
+        }
+        defer { umount2(mountPoint, Int32(MNT_DETACH)) }
+        f.publish(3000)  // about 750 KB of readings into 256 KiB, with no broker
+        let spool = f.publication.spool
+        #expect(spool.droppedForSpace > 0)
+        #expect(f.publication.outbox.spoolErrors == 0)
+        #expect(UInt64(spool.count) + spool.dropped == 3000)
+        let lines = f.logs.lines.filter { $0.contains("spool:") }
+        #expect(lines.count == 1 && lines.first?.contains("the disk is full") == true, "\(lines.prefix(3))")
     }
 
     /// Found while benchmarking: a tag configured without a model published `"model":"cc2650"`
