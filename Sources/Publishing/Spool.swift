@@ -75,6 +75,9 @@ public final class Spool {
         public var truncatedBytes = 0
         /// Segments rewritten or truncated because of damage.
         public var repairedSegments = 0
+        /// Files named like segments but larger than any segment can be, renamed to
+        /// `<name>.oversized` unread (reading them whole could take any amount of memory).
+        public var movedAside = 0
 
         public init() {}
 
@@ -85,6 +88,7 @@ public final class Spool {
             if skippedBytes > 0 { parts.append("skipped \(skippedBytes) damaged bytes") }
             if repairedSegments > 0 { parts.append("rewrote \(repairedSegments) segment\(repairedSegments == 1 ? "" : "s")") }
             if lostRecords > 0 { parts.append("\(lostRecords) message\(lostRecords == 1 ? "" : "s") lost to the damage") }
+            if movedAside > 0 { parts.append("moved aside \(movedAside) file\(movedAside == 1 ? "" : "s") too large to be a segment (now *.oversized)") }
             if cursor == .corrupt { parts.append("the cursor was damaged, so every message on disk is replayed (some twice)") }
             return parts.isEmpty ? nil : parts.joined(separator: ", ")
         }

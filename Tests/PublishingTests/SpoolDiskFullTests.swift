@@ -36,3 +36,45 @@ import Testing
         try spool.close()
     }
 }
+
+@Suite struct SpoolForeignFileTests {
+    /// Found by an independent review: a 300 MB sparse file named like a segment was read whole
+    /// on open (320 MB resident). A file larger than any segment is moved aside, not read.
+    @Test func aFileTooLargeToBeASegmentIsMovedAsideUnread() throws {
+        let dir = TemporaryDirectory()
+        let path = dir.sub("spool")
+        do {
+            let spool = try Spool(directory: path, maxBytes: 1 << 20, segmentBytes: 64 << 10)
+            _ = try spool.append(topic: "collectord/t/humidity", payload: [1, 2, 3])
+            try spool.close()
+        }
+        // A sparse 300 MB file with a segment's name after the real one.
+        let big = path + "/0000000000100000.spool"
+        let fd = open(big, O_WRONLY | O_CREAT, 0o640)
+        #expect(fd >= 0 && ftruncate(fd, 300 << 20) == 0)
+        close(fd)
+        // The peak, not the current figure: a file read whole is freed again by the end of init.
+        // Other tests in this process may add a little; 64 MB is far below the 300 MB a read costs.
+        let before = peakResidentKilobytes()
+        let spool = try Spool(directory: path, maxBytes: 1 << 20, segmentBytes: 64 << 10)
+        #expect(peakResidentKilobytes() - before < 64 << 10, "peak resident memory grew by \(peakResidentKilobytes() - before) kB")
+        #expect(spool.count == 1)
+        #expect(spool.recovery.movedAside == 1)
+        #expect(access(big, F_OK) != 0 && access(big + ".oversized", F_OK) == 0)
+        #expect(spool.recovery.repairs?.contains("moved aside") == true)
+        // New segments are written without meeting the moved file's name.
+        for _ in 0..<100 { _ = try spool.append(topic: "collectord/t/humidity", payload: [UInt8](repeating: 7, count: 2000)) }
+        try spool.close()
+    }
+
+    private func peakResidentKilobytes() -> Int {
+        guard let f = fopen("/proc/self/status", "r") else { return 0 }
+        defer { fclose(f) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, 256, f) != nil {
+            let s = String(cString: line)
+            if s.hasPrefix("VmHWM:") { return Int(s.split(separator: " ").dropFirst().first ?? "0") ?? 0 }
+        }
+        return 0
+    }
+}
