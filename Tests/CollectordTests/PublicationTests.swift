@@ -169,6 +169,25 @@ final class PublicationFixture {
         #expect(lines.count == 1 && lines.first?.contains("the disk is full") == true, "\(lines.prefix(3))")
     }
 
+    /// Sequence numbers are kept without a write per reading: one reservation for the first
+    /// reading, none for the next 499, the exact numbers at a clean stop.
+    @Test func sequenceNumbersAreReservedOnceAndSavedAtAStop() throws {
+        let f = try PublicationFixture(client: "sequences")
+        let file = f.directory.path + "/spool/sequences"
+        f.publish(1)
+        let reserved = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(reserved.hasPrefix("collectord-sequences 1 running\n") && reserved.contains("\nt humidity 36000\n"), "\(reserved)")
+        #expect(reserved.contains("\nt movement 36000\n"), "every sensor of the tag reserved at once")
+        let written = try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date
+        f.publish(499)
+        #expect(try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date == written, "no write per reading")
+        var stopped = false
+        f.publication.stop { stopped = true }
+        #expect(f.loop.run(until: { stopped }, limit: .seconds(5)))
+        let saved = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(saved.hasPrefix("collectord-sequences 1 clean\n") && saved.contains("\nt humidity 500\n") && saved.contains("\nt movement 0\n"), "\(saved)")
+    }
+
     /// Found while benchmarking: a tag configured without a model published `"model":"cc2650"`
     /// even after it identified itself as a CC2541.
     @Test func readingsCarryTheModelTheTagIdentifiedAs() throws {
