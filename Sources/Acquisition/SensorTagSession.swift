@@ -95,8 +95,7 @@ public final class SensorTagSession {
         var periodMilliseconds: Int
         var awaitingFirst: Bool
         /// Decode errors are logged at most once a minute per sensor; the counter has them all.
-        var lastErrorLog: Instant?
-        var unloggedErrors: UInt64 = 0
+        var errorLog = LogThrottle()
     }
     private var active: [Active] = []
     /// Per configured sensor, parallel to `tag.sensors`.
@@ -361,16 +360,9 @@ public final class SensorTagSession {
         } catch {
             counters[index].decodeErrors += 1
             // A tag sending garbage must not flood the journal (or allocate a log line per
-            // notification): the first error is logged, then one line a minute with the count.
-            if let last = active[i].lastErrorLog, lastNotification - last < .seconds(60) {
-                active[i].unloggedErrors += 1
-                return
-            }
-            let more = active[i].unloggedErrors
-            active[i].lastErrorLog = lastNotification
-            active[i].unloggedErrors = 0
-            delegate?.session(self, log: .warning,
-                              "\(tag.sensors[index].sensor): \(error)" + (more > 0 ? " (and \(more) more in the last minute)" : ""))
+            // notification).
+            guard let more = active[i].errorLog.admit(at: lastNotification) else { return }
+            delegate?.session(self, log: .warning, "\(tag.sensors[index].sensor): \(error)" + more)
         }
     }
 

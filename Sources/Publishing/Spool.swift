@@ -75,8 +75,23 @@ public final class Spool {
         public var truncatedBytes = 0
         /// Segments rewritten or truncated because of damage.
         public var repairedSegments = 0
+        /// Files named like segments but larger than any segment can be, renamed to
+        /// `<name>.oversized` unread (reading them whole could take any amount of memory).
+        public var movedAside = 0
 
         public init() {}
+
+        /// What was repaired, in words for the log, or nil when the spool opened clean.
+        public var repairs: String? {
+            var parts: [String] = []
+            if truncatedBytes > 0 { parts.append("cut a torn tail (\(truncatedBytes) bytes)") }
+            if skippedBytes > 0 { parts.append("skipped \(skippedBytes) damaged bytes") }
+            if repairedSegments > 0 { parts.append("rewrote \(repairedSegments) segment\(repairedSegments == 1 ? "" : "s")") }
+            if lostRecords > 0 { parts.append("\(lostRecords) message\(lostRecords == 1 ? "" : "s") lost to the damage") }
+            if movedAside > 0 { parts.append("moved aside \(movedAside) file\(movedAside == 1 ? "" : "s") too large to be a segment (now *.oversized)") }
+            if cursor == .corrupt { parts.append("the cursor was damaged, so every message on disk is replayed (some twice)") }
+            return parts.isEmpty ? nil : parts.joined(separator: ", ")
+        }
     }
 
     public let directory: String
@@ -89,6 +104,9 @@ public final class Spool {
     /// Messages dropped because of the size bound, over the lifetime of the spool directory
     /// (persisted in the cursor; restarts from 0 only if the cursor file is lost or corrupt).
     public internal(set) var dropped: UInt64 = 0
+    /// Of those, messages dropped because the file system was full (ENOSPC, EDQUOT) before the
+    /// bound was reached, since this spool was opened.
+    public internal(set) var droppedForSpace: UInt64 = 0
     /// Messages lost to on-disk damage since this spool was opened (`recovery.lostRecords`
     /// included).
     public internal(set) var corrupted: UInt64 = 0
@@ -308,6 +326,15 @@ public final class Spool {
             do {
                 n = try Syscall.blocking("write") { write(writeFD, base + done, length - done) }
             } catch {
+                // A full file system is the bound coming early: the oldest segment goes to make
+                // room for the newest reading, as it would at `maxBytes`.
+                if error.errno == ENOSPC || error.errno == EDQUOT, segments.count > 1, cutPartialWrite(done) {
+                    let before = dropped
+                    try dropOldestSegment()
+                    droppedForSpace += dropped - before
+                    done = 0
+                    continue
+                }
                 try abandonPartialWrite(written: done, error: error.errno)
             }
             if n == 0 { try abandonPartialWrite(written: done, error: EIO) }
@@ -329,6 +356,11 @@ public final class Spool {
             writeDirty = true
         }
         return sequence
+    }
+
+    /// Cuts off the `written` bytes of a record that did not fit; false if that failed.
+    private func cutPartialWrite(_ written: Int) -> Bool {
+        written == 0 || ftruncate(writeFD, off_t(segments[segments.count - 1].size)) == 0
     }
 
     /// A write failed after `written` bytes: cut the partial record off and throw. If even that

@@ -285,7 +285,7 @@ enum SpoolNames {
     @inline(__always)
     static func withSegmentName<R>(_ number: UInt64, extension ext: StaticString = ".spool",
                                    _ body: (UnsafePointer<CChar>) -> R) -> R {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 32) { buf in
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 17 + ext.utf8CodeUnitCount) { buf in
             var v = number
             for i in stride(from: 15, through: 0, by: -1) {
                 let d = UInt8(v & 0xF)

@@ -118,11 +118,28 @@ extension Spool {
                     return (SpoolNames.parseSegment(name), isTemporary)
                 }
             }
-            if let number = found.0 { names.append(number) }
+            if let number = found.0 {
+                if try segmentIsPlausible(number) { names.append(number) } else { dirDirty = true }
+            }
             if found.1 { dirDirty = true }
         }
         names.sort()
         return names
+    }
+
+    /// Whether segment file `name` is no larger than a segment can be (this spool's segment size,
+    /// or the largest the daemon has ever used, 1 MiB, for segments written under another bound).
+    /// A larger file is renamed to `<name>.oversized` and left unread.
+    private func segmentIsPlausible(_ name: UInt64) throws(SpoolError) -> Bool {
+        var st = stat()
+        let found = SpoolNames.withSegmentName(name) { fstatat(dirFD, $0, &st, AT_SYMLINK_NOFOLLOW) } == 0
+        guard found, Int(st.st_size) > max(segmentBytes, 1 << 20) else { return true }
+        let moved = SpoolNames.withSegmentName(name) { from in
+            SpoolNames.withSegmentName(name, extension: ".spool.oversized") { renameat(dirFD, from, dirFD, $0) }
+        }
+        guard moved == 0 else { throw SpoolError(.rename, SystemError("rename"), path: path(segment: name)) }
+        recovery.movedAside += 1
+        return false
     }
 
     /// Reads a whole segment file.

@@ -24,8 +24,11 @@ public final class Outbox {
     /// Messages the publisher refused for good (invalid topic or payload).
     public private(set) var rejected: UInt64 = 0
     public private(set) var spoolErrors: UInt64 = 0
-    /// Told of every spool error, for the log.
+    /// Told of spool errors for the log: the first at once, then one a minute with the count
+    /// (a full disk fails every append; `spoolErrors` counts them all).
     public var onSpoolError: ((String) -> Void)?
+    private var errorLog = LogThrottle()
+    private var diskFullLog = LogThrottle()
 
     public init(publisher: MQTTPublisher, spool: Spool, qos: Int32, retain: Bool, loop: EventLoop) {
         self.publisher = publisher
@@ -45,10 +48,15 @@ public final class Outbox {
             case .spool: break
             }
         }
+        let droppedForSpace = spool.droppedForSpace
         do {
             try spool.append(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
         } catch {
             spoolFailed("\(error); a message was lost")
+        }
+        if spool.droppedForSpace != droppedForSpace, let more = diskFullLog.admit(at: loop.now) {
+            onSpoolError?("the disk is full: the oldest messages are dropped to make room for new ones "
+                          + "(\(spool.droppedForSpace) so far)" + more)
         }
         scheduleSync()
         drain()
@@ -118,8 +126,9 @@ public final class Outbox {
         }
     }
 
-    private func spoolFailed(_ message: String) {
+    private func spoolFailed(_ message: @autoclosure () -> String) {
         spoolErrors += 1
-        onSpoolError?(message)
+        guard let more = errorLog.admit(at: loop.now) else { return }
+        onSpoolError?(message() + more)
     }
 }

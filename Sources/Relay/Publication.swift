@@ -16,8 +16,15 @@ public final class Publication: MQTTPublisherDelegate {
     public var spool: Spool { outbox.spool }
     public let topics: Topics
     private let discovery: HomeAssistantDiscovery?
-    /// Every tag's readings are encoded here, one at a time, and handed on before the next.
-    fileprivate var buffer: PayloadBuffer
+    /// Every tag's readings are encoded here, one at a time, and handed on before the next. It
+    /// holds the largest payload any tag added so far can produce (a long tag name makes every
+    /// payload of that tag longer), so a reading that does not fit is a bug, counted and logged.
+    fileprivate var buffer = PayloadBuffer(capacity: 2048)
+    private let loop: EventLoop
+    fileprivate var rejectLog = LogThrottle()
+    private var sequenceLog = LogThrottle()
+    /// Where the sequence numbers go on from across restarts.
+    fileprivate let sequences: SequenceStore
     private let log: (LogLevel, () -> String) -> Void
 
     /// One tag as the publication knows it, and the sink its readings arrive at: from the session
@@ -30,6 +37,9 @@ public final class Publication: MQTTPublisherDelegate {
         var online = false
         var model: Model?
         var firmware: String?
+        /// Per sensor, the first number not yet reserved on disk (`SequenceStore`): reaching it
+        /// reserves more first. 0 until the tag's first reading.
+        var reserved: [UInt64]
         /// The tag outlives neither its publication nor its place in `tags`.
         private unowned let publication: Publication
 
@@ -37,8 +47,11 @@ public final class Publication: MQTTPublisherDelegate {
             self.config = config
             self.model = config.model
             self.publication = publication
+            let sensors = config.sensors.map(\.sensor)
             readings = TagReadings(tag: config.name, address: config.address.description, model: config.model ?? .cc2650,
-                                   sensors: config.sensors.map(\.sensor), topics: publication.topics)
+                                   sensors: sensors, topics: publication.topics,
+                                   sequences: sensors.map { publication.sequences.start(config.name, $0) })
+            reserved = Array(repeating: 0, count: sensors.count)
             availabilityTopic = publication.topics.availability(tag: config.name)
         }
 
@@ -47,11 +60,13 @@ public final class Publication: MQTTPublisherDelegate {
         /// goes to the spool.
         public func take(_ reading: Reading, sensor: Int) {
             let p = publication
+            if readings.sequences[sensor] >= reserved[sensor] { p.reserveSequences() }
             let topic: String
             do {
                 topic = try readings.encode(reading, index: sensor, time: .now(), into: &p.buffer)
             } catch {
                 p.rejected += 1
+                p.logRejected(config.name, config.sensors[sensor].sensor, error)
                 return
             }
             p.readingsPublished += 1
@@ -71,16 +86,21 @@ public final class Publication: MQTTPublisherDelegate {
     public init(configuration c: DaemonConfiguration, loop: EventLoop, softwareVersion: String,
                 log: @escaping (LogLevel, () -> String) -> Void) throws {
         self.log = log
+        self.loop = loop
         topics = try Topics(prefix: c.mqtt.topicPrefix, client: c.mqtt.clientID)
         publisher = try MQTTPublisher(configuration: Publication.publisherConfiguration(c), loop: loop)
         let spool = try Spool(directory: c.spool.path, maxBytes: c.spool.maxBytes,
                               segmentBytes: max(64 << 10, min(1 << 20, c.spool.maxBytes / 16)))
         outbox = Outbox(publisher: publisher, spool: spool, qos: Int32(c.mqtt.qos.rawValue), retain: c.mqtt.retain, loop: loop)
         outbox.onSpoolError = { message in log(.error) { "spool: \(message)" } }
+        sequences = SequenceStore(directory: c.spool.path)
+        if sequences.lastStopWasClean == false {
+            log(.notice) { "sequence numbers: the last stop was not clean; they go on from the block reserved then (a jump of less than \(SequenceStore.reserve))" }
+        }
+        if let repairs = spool.recovery.repairs { log(.warning) { "spool: repaired \(spool.directory) on open: \(repairs)" } }
         discovery = c.homeAssistant.discovery
             ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: softwareVersion)
             : nil
-        buffer = PayloadBuffer(capacity: 2048)
         publisher.delegate = self
     }
 
@@ -108,6 +128,7 @@ public final class Publication: MQTTPublisherDelegate {
     public func add(_ tag: TagConfiguration) -> ReadingSink {
         let t = Tag(tag, publication: self)
         tags[tag.name] = t
+        fit(t.readings.encoder)
         if publisher.isConnected { publishState(of: t) }
         return t
     }
@@ -115,6 +136,7 @@ public final class Publication: MQTTPublisherDelegate {
     /// A removed tag: offline, and its discovery entries withdrawn.
     public func remove(_ name: String) {
         guard let t = tags.removeValue(forKey: name) else { return }
+        sequences.remember(name, t.config.sensors.map(\.sensor), t.readings.sequences)
         publishRetained(t.availabilityTopic, ControlPayloads.offline)
         if let discovery {
             for m in discovery.removals(for: device(t), sensors: t.config.sensors.map(\.sensor)) {
@@ -136,7 +158,48 @@ public final class Publication: MQTTPublisherDelegate {
         t.model = model
         t.firmware = firmware
         t.readings.identify(as: model)
+        fit(t.readings.encoder)
         if changed { announce(t) }
+    }
+
+    /// Grows the payload buffer for `encoder`'s largest reading; done when a tag is added or
+    /// identified, never per reading.
+    private func fit(_ encoder: ReadingEncoder) {
+        if encoder.recommendedCapacity > buffer.capacity { buffer = encoder.makeBuffer() }
+    }
+
+    /// A reading that could not be encoded, so a tag that keeps failing cannot flood the journal.
+    fileprivate func logRejected(_ tag: String, _ sensor: Sensor, _ error: PayloadTooLarge) {
+        guard let more = rejectLog.admit(at: loop.now) else { return }
+        log(.error) { "\(tag)/\(sensor): reading not published: \(error)" + more }
+    }
+
+    /// Reserves the next block of sequence numbers of every tag on disk, so that numbers handed
+    /// out after this are never handed out again after a crash. About once an hour per busy
+    /// sensor, and at each tag's first reading.
+    fileprivate func reserveSequences() {
+        var values: [String: UInt64] = [:]
+        for t in tags.values {
+            for (i, c) in t.config.sensors.enumerated() {
+                values[SequenceStore.key(t.config.name, c.sensor)] = t.readings.sequences[i] + SequenceStore.reserve
+            }
+        }
+        do {
+            try sequences.write(values, clean: false)
+        } catch {
+            // Go on: a crash before the next successful write may then number some readings again.
+            if let more = sequenceLog.admit(at: loop.now) { log(.warning) { "sequence numbers: cannot reserve: \(error)" + more } }
+        }
+        for t in tags.values { t.reserved = t.readings.sequences.map { $0 + SequenceStore.reserve } }
+    }
+
+    /// The exact next numbers, for the restart after a clean stop.
+    private func saveSequences() {
+        var values: [String: UInt64] = [:]
+        for t in tags.values {
+            for (i, c) in t.config.sensors.enumerated() { values[SequenceStore.key(t.config.name, c.sensor)] = t.readings.sequences[i] }
+        }
+        do { try sequences.write(values, clean: true) } catch { log(.warning) { "sequence numbers: cannot save: \(error)" } }
     }
 
     private func device(_ t: Tag) -> HomeAssistantDiscovery.Device {
@@ -201,6 +264,7 @@ public final class Publication: MQTTPublisherDelegate {
     /// Clean stop: every tag offline, then the publisher's own `offline` and disconnect.
     public func stop(_ done: @escaping () -> Void) {
         for t in tags.values where t.online { setOnline(t.config.name, false) }
+        saveSequences()
         outbox.stopSyncing()
         publisher.disconnect(timeout: .milliseconds(1500)) { [spool] in
             try? spool.close()

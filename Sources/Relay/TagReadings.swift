@@ -14,11 +14,12 @@ public struct TagReadings: Sendable {
     /// The sequence number of each sensor's next reading.
     public private(set) var sequences: [UInt64]
 
-    /// `sensors` in the order of the tag's configuration (the sink's numbering).
-    public init(tag: String, address: String, model: Model, sensors: [Sensor], topics: Topics) {
+    /// `sensors` in the order of the tag's configuration (the sink's numbering); `sequences`, the
+    /// numbers each goes on from (all 0 when nil).
+    public init(tag: String, address: String, model: Model, sensors: [Sensor], topics: Topics, sequences: [UInt64]? = nil) {
         encoder = ReadingEncoder(tag: tag, address: address, model: model)
         self.topics = sensors.map { topics.reading(tag: tag, sensor: $0) }
-        sequences = Array(repeating: 0, count: sensors.count)
+        self.sequences = sequences ?? Array(repeating: 0, count: sensors.count)
     }
 
     /// The tag has said what it is: its readings carry that model from now on (a tag configured

@@ -211,8 +211,15 @@ final class Daemon: TagSupervisorDelegate {
         let payload = ControlPayloads.stats(time: .now(), uptime: loop.now - started, publisher: publication.publisher.statistics,
                                             extra: [("spool", .object([("pending", .integer(Int64(spool.count))),
                                                                        ("bytes", .integer(Int64(spool.bytes))),
-                                                                       ("dropped", .integer(Int64(clamping: spool.dropped)))])),
+                                                                       ("dropped", .integer(Int64(clamping: spool.dropped))),
+                                                                       ("lost_to_damage", .integer(Int64(clamping: spool.corrupted))),
+                                                                       ("errors", .integer(Int64(clamping: publication.outbox.spoolErrors))),
+                                                                       ("repaired_on_open", .object([
+                                                                           ("truncated_bytes", .integer(Int64(spool.recovery.truncatedBytes))),
+                                                                           ("skipped_bytes", .integer(Int64(spool.recovery.skippedBytes))),
+                                                                           ("segments", .integer(Int64(spool.recovery.repairedSegments)))]))])),
                                                     ("readings", .integer(Int64(clamping: publication.readingsPublished))),
+                                                    ("readings_not_encoded", .integer(Int64(clamping: publication.rejected))),
                                                     ("tags", .object(tags))])
         publication.publishStats(payload)
         let streaming = fleet.supervisors.values.filter { $0.state == .streaming }.count

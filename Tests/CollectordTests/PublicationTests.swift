@@ -19,9 +19,16 @@ final class PublicationFixture {
     let subscriber: Subscriber
     let reading: Reading
     let index: Int
+    /// What the publication logged.
+    let logs = LogLines()
 
-    /// `mqtt`: extra lines for the [mqtt] section; `model`: the tag's configured model, if any.
-    init(client: String, mqtt: String = "", model: Model? = nil) throws {
+    final class LogLines { var lines: [String] = [] }
+
+    /// `mqtt`: extra lines for the [mqtt] section; `model`: the tag's configured model, if any;
+    /// `tag`: its name; `sensor` and `payload`: what is published.
+    init(client: String, mqtt: String = "", model: Model? = nil, tag: String = "t",
+         sensor: Sensor = .humidity, payload: [UInt8] = [0x50, 0x64, 0xE8, 0x7F],
+         spoolSettings: String = "", spool prepare: (String) throws -> Void = { _ in }) throws {
         broker = try Broker()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-pub-\(UUID().uuidString)")
         let text = """
@@ -31,25 +38,29 @@ final class PublicationFixture {
             \(mqtt)
             [spool]
             path = "\(directory.path)/spool"
+            \(spoolSettings)
             [homeassistant]
             discovery = false
             [[tag]]
-            name = "t"
+            name = "\(tag)"
             address = "B0:B4:48:00:00:01"
             \(model.map { "model = \"\($0.rawValue)\"" } ?? "")
             """
         guard case .success(let configuration) = DaemonConfiguration.parse(text: text, path: "\(client).conf") else {
             throw FixtureError.configurationRejected
         }
+        try prepare(configuration.spool.path)
         loop = try EventLoop()
-        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "test") { _, _ in }
+        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "test") { [logs] level, message in
+            logs.lines.append("<\(level.rawValue)>\(message())")
+        }
         sink = publication.add(configuration.tags[0])
-        subscriber = try Subscriber(port: broker.port, topic: "collectord/t/humidity")
-        let profile = SensorProfile.all(for: model ?? .cc2541).first { $0.sensor == .humidity }!
-        reading = try [UInt8]([0x50, 0x64, 0xE8, 0x7F]).withUnsafeBytes {
+        subscriber = try Subscriber(port: broker.port, topic: "collectord/\(tag)/\(sensor.rawValue)")
+        let profile = SensorProfile.all(for: model ?? .cc2541).first { $0.sensor == sensor }!
+        reading = try payload.withUnsafeBytes {
             try profile.decode(RawSpan(_unsafeBytes: $0), settings: SensorSettings())
         }
-        index = configuration.tags[0].sensors.firstIndex { $0.sensor == .humidity }!
+        index = configuration.tags[0].sensors.firstIndex { $0.sensor == sensor }!
     }
 
     func publish(_ count: Int) {
@@ -88,6 +99,93 @@ final class PublicationFixture {
         #expect(f.loop.run(until: { f.publication.spool.isEmpty }, limit: .seconds(10)),
                 "\(f.publication.spool.count) messages still spooled")
         #expect(sequences(f.received(200))["t/humidity"] == Array(0..<200))
+    }
+
+    /// Found by an independent review: with a 240-character tag name, movement readings did not
+    /// fit the publication's fixed 2048-byte payload buffer and were dropped without a word.
+    @Test func aLongTagNameStillCarriesEveryReading() throws {
+        let name = String(repeating: "k", count: 240)
+        let f = try PublicationFixture(client: "long", model: .cc2650, tag: name, sensor: .movement,
+                                       payload: [0x80, 0x00, 0x00, 0xFF, 0x00, 0x00, 0x00, 0x20, 0x00,
+                                                 0xF0, 0x00, 0x40, 0x64, 0x00, 0x38, 0xFF, 0x2C, 0x01])
+        f.publication.start()
+        #expect(f.loop.run(until: { f.publication.publisher.isConnected }, limit: .seconds(5)))
+        f.publish(3)
+        #expect(f.publication.rejected == 0)
+        #expect(f.loop.run(until: { f.publication.spool.isEmpty && f.publication.publisher.inFlight == 0 }, limit: .seconds(5)))
+        #expect(sequences(f.received(3))["\(name)/movement"] == [0, 1, 2])
+    }
+
+    /// Found by an independent review: a damaged segment and a torn tail lost readings, and the
+    /// only log line was the count of messages waiting. What the spool repaired is said at once.
+    @Test func aRepairedSpoolIsLogged() throws {
+        let f = try PublicationFixture(client: "repair") { path in
+            let spool = try Spool(directory: path, maxBytes: 1 << 20, segmentBytes: 64 << 10)
+            for i in 0..<5 { _ = try [UInt8](repeating: UInt8(i), count: 40).withUnsafeBytes { try spool.append(topic: "collectord/t/humidity", payload: $0, qos: 1) } }
+            try spool.close()
+            // A torn tail: the last record loses its last bytes, as after a power cut mid-write.
+            let segment = try FileManager.default.contentsOfDirectory(atPath: path).first { $0.hasSuffix(".spool") }!
+            let url = URL(fileURLWithPath: path).appendingPathComponent(segment)
+            let bytes = try Data(contentsOf: url)
+            try bytes.dropLast(7).write(to: url)
+        }
+        #expect(f.publication.spool.recovery.truncatedBytes > 0)
+        let repaired = f.logs.lines.filter { $0.contains("spool: repaired") }
+        #expect(repaired.count == 1 && repaired[0].hasPrefix("<4>"), "\(f.logs.lines)")
+        #expect(repaired.first?.contains("cut a torn tail") == true, "\(repaired)")
+    }
+
+    /// Found by an independent review: on a full disk every append failed and each failure was
+    /// a log line (110 identical lines in 10 s). A spool that refuses every append (here closed)
+    /// takes the same path: every failure is counted, one line a minute is logged.
+    @Test func aSpoolThatFailsEveryAppendLogsOnceAMinute() throws {
+        let f = try PublicationFixture(client: "flood")
+        try f.publication.spool.close()
+        f.publish(100)
+        #expect(f.publication.outbox.spoolErrors == 100)
+        let lines = f.logs.lines.filter { $0.contains("spool:") }
+        #expect(lines.count == 1, "\(lines.count) lines: \(lines.prefix(3))")
+    }
+
+    /// Found by an independent review: on a full disk (a 128 KB tmpfs) the new readings were lost,
+    /// the old kept, and every loss was a log line. Now the oldest make room, with one line.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func aFullDiskKeepsTheNewestAndSaysSoOnce() throws {
+        var mountPoint = ""
+        let f = try PublicationFixture(client: "full", spoolSettings: "max_mb = 1") { path in
+            mountPoint = path
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            guard mount("collectord-test", path, "tmpfs", 0, "size=256k") == 0 else {
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM)
+            }
+        }
+        defer { umount2(mountPoint, Int32(MNT_DETACH)) }
+        f.publish(3000)  // about 750 KB of readings into 256 KiB, with no broker
+        let spool = f.publication.spool
+        #expect(spool.droppedForSpace > 0)
+        #expect(f.publication.outbox.spoolErrors == 0)
+        #expect(UInt64(spool.count) + spool.dropped == 3000)
+        let lines = f.logs.lines.filter { $0.contains("spool:") }
+        #expect(lines.count == 1 && lines.first?.contains("the disk is full") == true, "\(lines.prefix(3))")
+    }
+
+    /// Sequence numbers are kept without a write per reading: one reservation for the first
+    /// reading, none for the next 499, the exact numbers at a clean stop.
+    @Test func sequenceNumbersAreReservedOnceAndSavedAtAStop() throws {
+        let f = try PublicationFixture(client: "sequences")
+        let file = f.directory.path + "/spool/sequences"
+        f.publish(1)
+        let reserved = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(reserved.hasPrefix("collectord-sequences 1 running\n") && reserved.contains("\nt humidity 36000\n"), "\(reserved)")
+        #expect(reserved.contains("\nt movement 36000\n"), "every sensor of the tag reserved at once")
+        let written = try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date
+        f.publish(499)
+        #expect(try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date == written, "no write per reading")
+        var stopped = false
+        f.publication.stop { stopped = true }
+        #expect(f.loop.run(until: { stopped }, limit: .seconds(5)))
+        let saved = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(saved.hasPrefix("collectord-sequences 1 clean\n") && saved.contains("\nt humidity 500\n") && saved.contains("\nt movement 0\n"), "\(saved)")
     }
 
     /// Found while benchmarking: a tag configured without a model published `"model":"cc2650"`
