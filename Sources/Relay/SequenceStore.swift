@@ -74,13 +74,13 @@ final class SequenceStore {
         defer { fclose(f) }
         var line = [CChar](repeating: 0, count: 4096)
         guard fgets(&line, Int32(line.count), f) != nil else { return }
-        let header = String(cString: line).split(separator: " ")
+        let header = line.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.split(separator: " ")
         guard header.count == 3, header[0] == "collectord-sequences", header[1] == "1" else { return }
         let state = header[2].hasPrefix("clean") ? true : header[2].hasPrefix("running") ? false : nil
         guard let state else { return }
         var values: [String: UInt64] = [:]
         while fgets(&line, Int32(line.count), f) != nil {
-            let parts = String(cString: line).split(whereSeparator: { $0 == " " || $0 == "\n" })
+            let parts = line.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.split(whereSeparator: { $0 == " " || $0 == "\n" })
             guard parts.count == 3, let value = UInt64(parts[2]) else { continue }
             values["\(parts[0]) \(parts[1])"] = value
         }

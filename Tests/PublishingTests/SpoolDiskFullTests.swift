@@ -72,7 +72,7 @@ import Testing
         defer { fclose(f) }
         var line = [CChar](repeating: 0, count: 256)
         while fgets(&line, 256, f) != nil {
-            let s = String(cString: line)
+            let s = line.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
             if s.hasPrefix("VmHWM:") { return Int(s.split(separator: " ").dropFirst().first ?? "0") ?? 0 }
         }
         return 0
