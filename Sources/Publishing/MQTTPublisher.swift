@@ -117,6 +117,15 @@ public final class MQTTPublisher {
 
     /// QoS ≥ 1 messages handed off and not yet acknowledged.
     private var inFlightMids = MessageIDSet()
+    /// QoS 0 messages handed off and not yet written to the socket (libmosquitto queues what the
+    /// socket does not take, in memory): at most `maxInFlight`, so a broker that stops reading
+    /// cannot draw a whole spool into memory.
+    private var unwrittenMids = MessageIDSet()
+    public private(set) var unwritten = 0
+    /// Set while `mosquitto_publish` runs: it may write a QoS 0 message, and report it written,
+    /// before it returns the message's id.
+    private var inPublish = false
+    private var writtenInPublish: Int32?
 
     /// Makes the client and checks the configuration; nothing is connected until `start()`.
     public init(configuration: MQTTPublisherConfiguration, loop: EventLoop) throws(MQTTError) {
@@ -397,7 +406,8 @@ public final class MQTTPublisher {
             advanceDisconnect()
             if socketFD < 0 { return }
         }
-        if capacityWanted, case .connected = phase, statistics.inFlight < configuration.maxInFlight {
+        if capacityWanted, case .connected = phase, statistics.inFlight < configuration.maxInFlight,
+           unwritten < configuration.maxInFlight {
             capacityWanted = false
             delegate?.publisherIsReady(self)
         }
@@ -427,6 +437,9 @@ public final class MQTTPublisher {
 
     /// The library closed the socket (or we gave it up): move the state machine on.
     func socketClosed(_ error: MQTTError) {
+        // libmosquitto drops the QoS 0 packets it had not written with the connection.
+        unwrittenMids.removeAll()
+        unwritten = 0
         if socketFD >= 0 {
             loop.unwatch(socketFD)  // the descriptor is already closed or shut down
             socketFD = -1
@@ -476,6 +489,8 @@ public final class MQTTPublisher {
 
     fileprivate func libraryPublished(_ mid: Int32) {
         if inFlightMids.remove(mid) { statistics.inFlight -= 1 }
+        if unwrittenMids.remove(mid) { unwritten -= 1 }
+        if inPublish { writtenInPublish = mid }
         if case .disconnecting = phase { deliveredWhileDisconnecting.append(mid) }
         if let i = statusMids.firstIndex(of: mid) {
             statusMids.remove(at: i)
@@ -513,13 +528,14 @@ public final class MQTTPublisher {
 
     // MARK: Publishing
 
-    /// Whether a QoS ≥ 1 message would be handed off now. When the in-flight window is full it
-    /// would not, and `publisherIsReady` follows as soon as an acknowledgement frees a slot: a
+    /// Whether a message would be handed off now. When the in-flight window (QoS ≥ 1 awaiting
+    /// acknowledgement, or QoS 0 awaiting the socket) is full it would not, and
+    /// `publisherIsReady` follows as soon as an acknowledgement or a write frees a slot: a
     /// caller that stops at a full window (a spool replay) is always woken again, even when
     /// nothing new arrives to prompt it.
     public func hasRoom() -> Bool {
         guard case .connected = phase else { return false }  // `.connected` wakes the caller
-        if statistics.inFlight < configuration.maxInFlight { return true }
+        if statistics.inFlight < configuration.maxInFlight && unwritten < configuration.maxInFlight { return true }
         capacityWanted = true
         return false
     }
@@ -540,7 +556,7 @@ public final class MQTTPublisher {
             statistics.spooled += 1
             return .spool(.notConnected)
         }
-        if qos > 0 && statistics.inFlight >= configuration.maxInFlight {
+        if qos > 0 ? statistics.inFlight >= configuration.maxInFlight : unwritten >= configuration.maxInFlight {
             statistics.spooled += 1
             capacityWanted = true
             return .spool(.inFlightLimit)
@@ -550,7 +566,10 @@ public final class MQTTPublisher {
             return .rejected(MQTTError(kind: .invalidMessage, code: mosqCode(MOSQ_ERR_PAYLOAD_SIZE), message: "payload too large"))
         }
         var mid: Int32 = 0
+        inPublish = true
+        writtenInPublish = nil
         let rc = mosquitto_publish(mosq, &mid, cTopic, Int32(payload.count), payload.baseAddress, qos, retain)
+        inPublish = false
         switch rc {
         case MOSQ_OK:
             break
@@ -569,7 +588,11 @@ public final class MQTTPublisher {
             statistics.rejected += 1
             return .rejected(MQTTError(kind: .invalidMessage, code: rc, message: "\(MQTTPublisher.text(rc)) (topic \"\(String(cString: cTopic))\")"))
         }
-        if qos > 0 && inFlightMids.insert(mid) { statistics.inFlight += 1 }
+        if qos > 0 {
+            if inFlightMids.insert(mid) { statistics.inFlight += 1 }
+        } else if writtenInPublish != mid, unwrittenMids.insert(mid) {
+            unwritten += 1
+        }
         statistics.handedOff += 1
         updateInterest()
         return .handedOff(mid: mid)
@@ -582,6 +605,10 @@ public final class MQTTPublisher {
     public func publish(topic: String, payload: borrowing PayloadBuffer, qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
         payload.withUnsafeBytes { publish(topic: topic, payload: $0, qos: qos, retain: retain) }
     }
+
+    /// Whether message `mid` is still in libmosquitto's hands: awaiting its acknowledgement
+    /// (QoS ≥ 1) or the socket (QoS 0).
+    public func isPending(_ mid: Int32) -> Bool { inFlightMids.contains(mid) || unwrittenMids.contains(mid) }
 
     /// Online/offline on the status topic, retained, outside the in-flight limit.
     func publishStatus(_ payload: [UInt8]) -> Int32? {

@@ -1,6 +1,7 @@
 /// A set of MQTT message ids: one bit for each of libmosquitto's 65,536 mids, in 8 KiB allocated
 /// once, so that adding and removing on the publish path allocate nothing. The publisher keeps
-/// in it the QoS ≥ 1 messages handed off and not yet acknowledged.
+/// in one the QoS ≥ 1 messages handed off and not yet acknowledged, and in another the QoS 0
+/// messages handed off and not yet written to the socket.
 struct MessageIDSet {
     private var words = [UInt64](repeating: 0, count: 1024)
 
@@ -18,6 +19,16 @@ struct MessageIDSet {
         guard words[word] & bit != 0 else { return false }
         words[word] &= ~bit
         return true
+    }
+
+    func contains(_ mid: Int32) -> Bool {
+        let (word, bit) = Self.position(mid)
+        return words[word] & bit != 0
+    }
+
+    /// Empties the set without giving its memory back.
+    mutating func removeAll() {
+        for i in words.indices { words[i] = 0 }
     }
 
     private static func position(_ mid: Int32) -> (word: Int, bit: UInt64) {

@@ -68,11 +68,9 @@ public final class Outbox {
         while spool.unsent > 0, publisher.hasRoom() {
             var outcome: PublishOutcome?
             var sequence: UInt64 = 0
-            var messageQoS: UInt8 = 0
             do {
                 _ = try spool.next { m in
                     sequence = m.sequence
-                    messageQoS = m.qos
                     outcome = publisher.publish(cTopic: m.topicCString, payload: m.payload, qos: Int32(m.qos), retain: m.retain)
                 }
             } catch {
@@ -81,7 +79,9 @@ public final class Outbox {
             }
             switch outcome {
             case .handedOff(let mid)?:
-                if messageQoS == 0 { acknowledge(sequence) } else { replaying[mid] = sequence }
+                // Done once acknowledged (QoS ≥ 1) or written to the socket (QoS 0), which may
+                // already have happened inside the call.
+                if publisher.isPending(mid) { replaying[mid] = sequence } else { acknowledge(sequence) }
             case .rejected?:
                 rejected += 1
                 acknowledge(sequence)  // it can never be published: do not replay it forever
