@@ -13,6 +13,8 @@ public struct SensorCounters: Sendable, Equatable {
     public var decodeErrors: UInt64 = 0
     /// All-zero "no measurement yet" payloads skipped after enabling.
     public var placeholders: UInt64 = 0
+    /// Notifications dropped for coming faster than the tag's flood limit allows (`Active.pace`).
+    public var rateLimited: UInt64 = 0
     public var lastSeen: Instant?
     public init() {}
 }
@@ -96,6 +98,23 @@ public final class SensorTagSession {
         var awaitingFirst: Bool
         /// Decode errors are logged at most once a minute per sensor; the counter has them all.
         var errorLog = LogThrottle()
+        /// When the next notification is due at the most the sensor is allowed (see `pace`).
+        var paced: Instant?
+        var floodLog = LogThrottle()
+
+        /// Whether a notification arriving `now` is within the sensor's budget: `limit` times its
+        /// period's rate (a report-on-change sensor, such as the keys, 20 a second), with bursts of four
+        /// so that notifications a radio delayed and delivered together all count. A device
+        /// flooding one sensor (a fake tag, a firmware gone wrong) would otherwise fill the spool
+        /// and evict every other tag's readings. A generic cell rate algorithm: no timer, no array.
+        mutating func pace(_ now: Instant, limit: Int) -> Bool {
+            guard limit > 0 else { return true }
+            let interval: Duration = profile.periodLimits == nil ? .milliseconds(50) : .milliseconds(max(1, periodMilliseconds / limit))
+            let due = max(paced ?? now, now)
+            if due > now + interval * 3 { return false }
+            paced = due + interval
+            return true
+        }
     }
     private var active: [Active] = []
     /// Per configured sensor, parallel to `tag.sensors`.
@@ -345,6 +364,14 @@ public final class SensorTagSession {
         while i < active.count && active[i].dataHandle != handle { i += 1 }
         guard i < active.count else { return }
         let index = active[i].index
+        guard active[i].pace(lastNotification, limit: tag.floodLimit) else {
+            counters[index].rateLimited += 1
+            if let more = active[i].floodLog.admit(at: lastNotification) {
+                log(.warning, "\(tag.sensors[index].sensor): notifying more than \(tag.floodLimit) times as often as its period of "
+                    + "\(active[i].periodMilliseconds) ms; the excess is dropped (flood_limit)" + more)
+            }
+            return
+        }
         if active[i].awaitingFirst {
             active[i].awaitingFirst = false
             if active[i].profile.isNoData(value) {

@@ -11,6 +11,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var logLevel: LogLevel = .info
     /// How often counters are logged and published; 0 = never.
     public var statsIntervalSeconds: Int = 60
+    /// How many times its period's rate a sensor may notify; 0 = no limit. Each tag carries it.
+    public var floodLimit: Int = 2
     public var mqtt = MQTT()
     /// Reconnection of each tag.
     public var reconnect = Backoff(base: .milliseconds(1000), cap: .milliseconds(60000), maxAttempts: 10)

@@ -44,7 +44,7 @@ extension DaemonConfiguration {
 // MARK: - Schema
 
 enum Schema {
-    static let top = ["adapter", "log_level", "stats_interval_s", "mqtt", "reconnect", "spool", "homeassistant", "tag"]
+    static let top = ["adapter", "log_level", "stats_interval_s", "flood_limit", "mqtt", "reconnect", "spool", "homeassistant", "tag"]
     static let mqtt = ["brokers", "client_id", "keepalive_s", "qos", "retain", "clean_session", "username",
                        "password_file", "topic_prefix", "max_inflight", "tls"]
     static let tls = ["enabled", "ca_file", "cert_file", "key_file", "verify"]
@@ -256,11 +256,12 @@ struct Validator {
         }
         c.logLevel = choice(root, "log_level", top, Schema.logLevels) ?? c.logLevel
         c.statsIntervalSeconds = integer(root, "stats_interval_s", top, in: 0...86400, default: c.statsIntervalSeconds)
+        c.floodLimit = integer(root, "flood_limit", top, in: 0...1000, default: c.floodLimit)
         c.mqtt = mqtt(table(root, "mqtt", top) ?? TOMLTable())
         if let t = table(root, "reconnect", top) { c.reconnect = reconnect(t, default: c.reconnect) }
         if let t = table(root, "spool", top) { c.spool = spool(t) }
         if let t = table(root, "homeassistant", top) { c.homeAssistant = homeAssistant(t) }
-        c.tags = tags(root)
+        c.tags = tags(root).map { var t = $0; t.floodLimit = c.floodLimit; return t }
         return c
     }
 

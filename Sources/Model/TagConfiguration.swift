@@ -32,11 +32,15 @@ public struct TagConfiguration: Sendable, Hashable {
     /// Constants the spec makes configurable.
     public var tmp006S0: Double
     public var magnetometerScale: Double
+    /// A sensor may notify at most this many times as often as its period says (with short
+    /// bursts); faster notifications are dropped and counted. 0: no limit.
+    public var floodLimit: Int
 
     public init(name: String, address: BluetoothAddress, model: Model? = nil, sensors: [SensorConfiguration],
                 tmp006S0: Double = CC2541.IRTemperature.defaultS0,
-                magnetometerScale: Double = CC2650.Movement.defaultMagnetometerScale) {
+                magnetometerScale: Double = CC2650.Movement.defaultMagnetometerScale, floodLimit: Int = 2) {
         self.name = name
+        self.floodLimit = floodLimit
         self.address = address
         self.model = model
         self.sensors = sensors

@@ -194,6 +194,7 @@ final class Daemon: TagSupervisorDelegate {
                 var members: [(String, JSONValue)] = [
                     ("notifications", .integer(Int64(clamping: c.notifications))),
                     ("decode_errors", .integer(Int64(clamping: c.decodeErrors))),
+                    ("rate_limited", .integer(Int64(clamping: c.rateLimited))),
                 ]
                 if let seen = c.lastSeen { members.append(("last_seen_s_ago", .integer((loop.now - seen).milliseconds / 1000))) }
                 sensors.append((s.tag.sensors[i].sensor.rawValue, .object(members)))

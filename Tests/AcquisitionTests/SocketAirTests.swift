@@ -45,7 +45,8 @@ private func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
         func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {}
 
         func supervise(_ sensors: [SensorConfiguration]) -> TagSupervisor {
-            let tag = TagConfiguration(name: "t", address: address, model: nil, sensors: sensors)
+            // The emulators here notify every 20 ms, whatever the periods: no flood limit.
+            let tag = TagConfiguration(name: "t", address: address, model: nil, sensors: sensors, floodLimit: 0)
             self.sensors = sensors
             let s = TagSupervisor(tag: tag, sink: self, loop: loop, adapter: AdapterQueue(connector: air), monitor: air,
                                   cache: HandleCache(), backoff: Backoff(base: .milliseconds(100), cap: .seconds(1), maxAttempts: 50))

@@ -139,6 +139,34 @@ func plausible(_ r: Reading) -> Bool {
         #expect(fleet.readings["tag"]?[.keys]?.first?.0.field("pressed")?.value == .bits(3))
     }
 
+    /// Found by an independent review: a device using a tag's address sent 23,101 notifications
+    /// in 10 s to a sensor configured at 1000 ms, and every one became a reading (and a spooled
+    /// message, evicting the other tags'). A sensor gets at most flood_limit (2) times its rate, in
+    /// short bursts.
+    @Test func aSensorFloodingFasterThanItsPeriodIsPaced() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity, periodMilliseconds: 1000)])
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .humidity) >= 2 }))
+        let profile = try #require(SensorProfile.lookup(.cc2650, .humidity))
+        let handle = try #require(emulator.table.valueHandle(profile.data, in: profile.service.uuid))
+        let value = try #require(emulator.table[handle]?.value)
+        let pdu = [ATTOpcode.handleValueNotification.rawValue, UInt8(truncatingIfNeeded: handle), UInt8(truncatingIfNeeded: handle >> 8)] + value
+        let before = fleet.count("t", .humidity)
+        // 1000 notifications within one instant of virtual time, one loop turn each.
+        for _ in 0..<1000 {
+            emulator.bearer?.sendRaw(pdu)
+            fleet.loop.runOnce(maxWait: .zero)
+        }
+        let taken = fleet.count("t", .humidity) - before
+        #expect(taken <= 5, "\(taken) of 1000 flooded notifications became readings")
+        #expect(s.currentCounters[0].rateLimited >= 995)
+        #expect(fleet.logs.filter { $0.contains("(flood_limit)") }.count == 1, "\(fleet.logs.suffix(3))")
+        // The sensor's own rate goes on being taken once the flood is over.
+        #expect(fleet.run(until: { fleet.count("t", .humidity) >= before + taken + 3 }))
+        #expect(s.state == .streaming)
+    }
+
     @Test func configuredPeriodsAndRangesAreApplied() throws {
         let fleet = try Fleet()
         let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [

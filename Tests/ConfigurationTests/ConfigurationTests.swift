@@ -77,6 +77,23 @@ private let cellar = BluetoothAddress("54:6C:0E:53:00:01")!
 }
 
 @Suite struct MappingTests {
+    @Test func theFloodLimitReachesEveryTagAndIsChecked() throws {
+        let tags = """
+            [[tag]]
+            name = "a"
+            address = "B0:B4:48:00:00:01"
+            [[tag]]
+            name = "b"
+            address = "B0:B4:48:00:00:02"
+            """
+        let c = try #require(valid("flood_limit = 5\n" + tags))
+        #expect(c.floodLimit == 5 && c.tags.map(\.floodLimit) == [5, 5])
+        #expect(try #require(valid(tags)).tags.map(\.floodLimit) == [2, 2], "2 by default")
+        #expect(try #require(valid("flood_limit = 0\n" + tags)).tags.allSatisfy { $0.floodLimit == 0 }, "0 turns it off")
+        let errors = errorLines("flood_limit = -1\n" + tags)
+        #expect(errors.count == 1 && errors[0].hasPrefix("test.conf:1:") && errors[0].contains("flood_limit"), "\(errors)")
+    }
+
     @Test func everyOptionIsRead() throws {
         let password = TemporaryFile("s3cret\nsecond line ignored\n")
         let ca = TemporaryFile("ca", suffix: ".pem")
@@ -416,7 +433,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
             uncommented += 1
             return line.dropFirst()
         }
-        #expect(uncommented == 19)
+        #expect(uncommented == 20)
         let c = try #require(valid(lines.joined(separator: "\n"), path: shippedPath))
         #expect(c == DaemonConfiguration())
     }

@@ -252,7 +252,9 @@ class Emulators:
 
 
 def daemon_config(work, broker_port, tags, client_id="bench", extra_tag="", stats_interval=0, spool_max_mb=None):
-    lines = [f"stats_interval_s = {stats_interval}", "log_level = \"info\"", "",
+    # The emulators notify every --interval-us whatever the configured periods, far faster than
+    # the flood limit lets through: it is off here, and the measurements see every reading.
+    lines = [f"stats_interval_s = {stats_interval}", "log_level = \"info\"", "flood_limit = 0", "",
              "[mqtt]", f"brokers = [\"127.0.0.1:{broker_port}\"]", f"client_id = \"{client_id}\"", "",
              "[spool]", f"path = \"{work.file('spool')}\""]
     if spool_max_mb:
