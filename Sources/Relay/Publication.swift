@@ -178,14 +178,8 @@ public final class Publication: MQTTPublisherDelegate {
     /// out after this are never handed out again after a crash. About once an hour per busy
     /// sensor, and at each tag's first reading.
     fileprivate func reserveSequences() {
-        var values: [String: UInt64] = [:]
-        for t in tags.values {
-            for (i, c) in t.config.sensors.enumerated() {
-                values[SequenceStore.key(t.config.name, c.sensor)] = t.readings.sequences[i] + SequenceStore.reserve
-            }
-        }
         do {
-            try sequences.write(values, clean: false)
+            try sequences.write(nextSequences(plus: SequenceStore.reserve), clean: false)
         } catch {
             // Go on: a crash before the next successful write may then number some readings again.
             if let more = sequenceLog.admit(at: loop.now) { log(.warning) { "sequence numbers: cannot reserve: \(error)" + more } }
@@ -195,11 +189,16 @@ public final class Publication: MQTTPublisherDelegate {
 
     /// The exact next numbers, for the restart after a clean stop.
     private func saveSequences() {
+        do { try sequences.write(nextSequences(plus: 0), clean: true) } catch { log(.warning) { "sequence numbers: cannot save: \(error)" } }
+    }
+
+    /// Every tag's next sequence number per sensor, plus `extra`, keyed for the store.
+    private func nextSequences(plus extra: UInt64) -> [String: UInt64] {
         var values: [String: UInt64] = [:]
         for t in tags.values {
-            for (i, c) in t.config.sensors.enumerated() { values[SequenceStore.key(t.config.name, c.sensor)] = t.readings.sequences[i] }
+            for (i, c) in t.config.sensors.enumerated() { values[SequenceStore.key(t.config.name, c.sensor)] = t.readings.sequences[i] + extra }
         }
-        do { try sequences.write(values, clean: true) } catch { log(.warning) { "sequence numbers: cannot save: \(error)" } }
+        return values
     }
 
     private func device(_ t: Tag) -> HomeAssistantDiscovery.Device {

@@ -16,6 +16,7 @@ import Glibc
 #endif
 import Model
 import Profiles
+import Reactor
 
 final class SequenceStore {
     /// Numbers reserved ahead of the next one while running: an hour at 10 readings a second.
@@ -53,14 +54,18 @@ final class SequenceStore {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
         guard fd >= 0 else { throw SystemError("open", path: temporary) }
         var failure: SystemError?
-        text.utf8CString.withUnsafeBufferPointer { b in
-            let length = b.count - 1  // not the NUL
+        var bytes = text
+        bytes.withUTF8 { b in
             var done = 0
-            while done < length {
-                let n = b.baseAddress!.withMemoryRebound(to: UInt8.self, capacity: length) { Glibc.write(fd, $0 + done, length - done) }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { failure = SystemError("write", errno: n == 0 ? EIO : errno, path: temporary); return }
-                done += n
+            while done < b.count {
+                do throws(SystemError) {
+                    let n = try Syscall.blocking("write", path: temporary) { Glibc.write(fd, b.baseAddress! + done, b.count - done) }
+                    guard n > 0 else { failure = SystemError("write", errno: EIO, path: temporary); return }
+                    done += n
+                } catch {
+                    failure = error
+                    return
+                }
             }
         }
         if failure == nil && fsync(fd) != 0 { failure = SystemError("fsync", path: temporary) }

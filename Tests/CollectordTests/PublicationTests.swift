@@ -7,6 +7,7 @@ import Profiles
 import Publishing
 import Reactor
 import Relay
+import TestSupport
 
 /// A broker of its own, a Publication for one tag "t" on a fresh loop, a subscriber to its
 /// humidity topic, and a humidity reading to publish.
@@ -151,15 +152,12 @@ final class PublicationFixture {
     /// the old kept, and every loss was a log line. Now the oldest make room, with one line.
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
     func aFullDiskKeepsTheNewestAndSaysSoOnce() throws {
-        var mountPoint = ""
+        var unmount: () -> Void = {}
         let f = try PublicationFixture(client: "full", spoolSettings: "max_mb = 1") { path in
-            mountPoint = path
-            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-            guard mount("collectord-test", path, "tmpfs", 0, "size=256k") == 0 else {
-                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM)
-            }
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            unmount = try mountSmallFileSystem(at: path)
         }
-        defer { umount2(mountPoint, Int32(MNT_DETACH)) }
+        defer { unmount() }
         f.publish(3000)  // about 750 KB of readings into 256 KiB, with no broker
         let spool = f.publication.spool
         #expect(spool.droppedForSpace > 0)

@@ -3,6 +3,7 @@
 
 import Glibc
 import Publishing
+import TestSupport
 import Testing
 
 @Suite(.serialized) struct SpoolDiskFullTests {
@@ -12,12 +13,8 @@ import Testing
     func aFullDiskDropsTheOldestForTheNewest() throws {
         let dir = TemporaryDirectory()
         let mountPoint = dir.sub("small")
-        #expect(mkdir(mountPoint, 0o700) == 0)
-        guard mount("collectord-test", mountPoint, "tmpfs", 0, "size=256k") == 0 else {
-            Issue.record("mount tmpfs: \(String(cString: strerror(errno)))")
-            return
-        }
-        defer { umount2(mountPoint, Int32(MNT_DETACH)) }
+        let unmount = try mountSmallFileSystem(at: mountPoint)
+        defer { unmount() }
         // A bound far above the file system's size: only the disk limits this spool.
         let spool = try Spool(directory: mountPoint + "/spool", maxBytes: 64 << 20, segmentBytes: 64 << 10)
         let payload = [UInt8](repeating: 0x41, count: 4000)
