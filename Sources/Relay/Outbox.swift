@@ -3,15 +3,23 @@
 import Publishing
 import Reactor
 
-/// Messages that must reach the broker in order and survive outages. A message goes straight to
-/// the publisher while nothing older waits; otherwise it is appended to the spool, and the spool is
-/// replayed oldest first as the in-flight window allows. The outbox keeps which spooled message
-/// each message id carries, acknowledges it in the spool on the broker's PUBACK, and has the spool
-/// synced to disk within a second of an append (no timer while nothing is appended).
+/// Messages that must reach the broker in order and survive outages and restarts. A message goes
+/// straight to the publisher while nothing older waits; otherwise it is appended to the spool,
+/// and the spool is replayed oldest first as the in-flight window allows. The outbox keeps which
+/// spooled message each message id carries, acknowledges it in the spool on the broker's PUBACK,
+/// and has the spool synced to disk within a second of an append (no timer while nothing is
+/// appended).
+///
+/// A QoS ≥ 1 message handed straight over lives in libmosquitto's memory until its PUBACK, so
+/// the outbox keeps a copy (`UnacknowledgedCopies`) and moves the copies into the spool, as
+/// messages already handed out, once one of them has waited a second, when the connection
+/// drops, before anything newer is spooled (order), and at a stop (`spoolUnacknowledged()`).
+/// While the broker answers within a second nothing is written to disk; a kill loses at most
+/// the messages of the last second that the broker had not acknowledged.
 ///
 /// The owner is the publisher's delegate and forwards three calls: `connectionLost()` on
 /// `.connectionLost`/`.disconnected`, `delivered(_:)` on `didDeliver`, `drain()` on
-/// `publisherIsReady`.
+/// `publisherIsReady`; and calls `spoolUnacknowledged()` before it disconnects.
 public final class Outbox {
     public let publisher: MQTTPublisher
     public let spool: Spool
@@ -29,6 +37,16 @@ public final class Outbox {
     public var onSpoolError: ((String) -> Void)?
     private var errorLog = LogThrottle()
     private var diskFullLog = LogThrottle()
+    /// Messages handed straight over (QoS ≥ 1) whose acknowledgement has not come yet.
+    private var unacknowledged: UnacknowledgedCopies
+    /// How long a copy may wait for its acknowledgement before it is spooled.
+    public static let acknowledgementPatience = Duration.seconds(1)
+    private var patienceTimer: TimerID?
+    /// Made once, so that arming the timer does not allocate a closure per message.
+    private var patienceExpired: (() -> Void)?
+    /// Messages moved to the spool while unacknowledged (they had waited a second, the
+    /// connection dropped, something newer had to be spooled, or the daemon stopped).
+    public private(set) var spooledUnacknowledged: UInt64 = 0
 
     public init(publisher: MQTTPublisher, spool: Spool, qos: Int32, retain: Bool, loop: EventLoop) {
         self.publisher = publisher
@@ -36,18 +54,29 @@ public final class Outbox {
         self.qos = qos
         self.retain = retain
         self.loop = loop
+        unacknowledged = UnacknowledgedCopies(slots: publisher.configuration.maxInFlight)
+        patienceExpired = { [weak self] in self?.checkPatience() }
+    }
+
+    deinit {
+        loop.cancel(patienceTimer)
+        unacknowledged.deallocate()
     }
 
     /// Publishes now, or spools behind what is already waiting. Does not allocate when the
     /// publisher takes the message.
     public func send(topic: String, payload: UnsafeRawBufferPointer) {
-        if spool.isEmpty {
+        if spool.isEmpty && (qos == 0 || unacknowledged.canKeep(payloadBytes: payload.count)) {
             switch publisher.publish(topic: topic, payload: payload, qos: qos, retain: retain) {
-            case .handedOff: return
+            case .handedOff(let mid):
+                if qos > 0 && publisher.isPending(mid) { keep(mid, topic, payload) }
+                return
             case .rejected: rejected += 1; return
             case .spool: break
             }
         }
+        // The copies are older than this message: they go first, so a replay keeps the order.
+        spoolUnacknowledged()
         let droppedForSpace = spool.droppedForSpace
         do {
             try spool.append(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
@@ -96,19 +125,63 @@ public final class Outbox {
     /// libmosquitto resends what it had in flight on the next connection; the spool resends only
     /// what it had handed out and not seen acknowledged.
     public func connectionLost() {
+        spoolUnacknowledged()
         spool.rewind()
         replaying.removeAll()
     }
 
     /// The broker acknowledged `mid`: if it carried a spooled message, that one is done.
     public func delivered(_ mid: Int32) {
-        if let sequence = replaying.removeValue(forKey: mid) { acknowledge(sequence) }
+        if let sequence = replaying.removeValue(forKey: mid) { acknowledge(sequence) } else { unacknowledged.acknowledge(mid) }
+    }
+
+    /// Moves every unacknowledged copy into the spool, oldest first, as messages already handed
+    /// out under their message ids: a PUBACK that comes later releases them there, and a
+    /// connection loss or a restart replays them. Call it before disconnecting.
+    public func spoolUnacknowledged() {
+        guard !unacknowledged.isEmpty else { return }
+        loop.cancel(patienceTimer)
+        patienceTimer = nil
+        unacknowledged.removeAll { mid, topic, payload in
+            do {
+                let sequence = try spool.append(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
+                spooledUnacknowledged += 1
+                // libmosquitto has it already: hand it out at once so that the replay does not
+                // send it again while its acknowledgement may still come. Only when it is the one
+                // message not yet handed out, else it simply waits its turn (at worst a duplicate).
+                if spool.unsent == 1, try spool.next({ $0.sequence }) == sequence { replaying[mid] = sequence }
+            } catch {
+                spoolFailed("\(error); a message awaiting its acknowledgement is lost if the daemon stops before it comes")
+            }
+        }
+        scheduleSync()
     }
 
     /// No more syncs (the owner closes the spool after the last flush).
     public func stopSyncing() {
         loop.cancel(syncTimer)
         syncTimer = nil
+    }
+
+    private func keep(_ mid: Int32, _ topic: String, _ payload: UnsafeRawBufferPointer) {
+        unacknowledged.keep(mid: mid, topic: topic, payload: payload, at: loop.now)
+        if patienceTimer == nil, let patienceExpired {
+            patienceTimer = loop.schedule(after: Outbox.acknowledgementPatience, patienceExpired)
+        }
+    }
+
+    /// The patience timer: if the oldest copy has waited its second, the broker is not answering
+    /// and every copy goes to the spool; otherwise wait for the oldest. No timer while no copy
+    /// is kept, one wake-up a second at most while the broker answers.
+    private func checkPatience() {
+        patienceTimer = nil
+        guard let oldest = unacknowledged.oldestSentAt, let patienceExpired else { return }
+        let due = oldest + Outbox.acknowledgementPatience
+        if loop.now >= due {
+            spoolUnacknowledged()
+        } else {
+            patienceTimer = loop.schedule(at: due, patienceExpired)
+        }
     }
 
     private func acknowledge(_ sequence: UInt64) {

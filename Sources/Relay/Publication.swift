@@ -264,6 +264,9 @@ public final class Publication: MQTTPublisherDelegate {
     public func stop(_ done: @escaping () -> Void) {
         for t in tags.values where t.online { setOnline(t.config.name, false) }
         saveSequences()
+        // What the broker has not acknowledged yet is in libmosquitto's memory only: to the spool
+        // first, so that an acknowledgement that never comes loses nothing.
+        outbox.spoolUnacknowledged()
         outbox.stopSyncing()
         publisher.disconnect(timeout: .milliseconds(1500)) { [spool] in
             try? spool.close()

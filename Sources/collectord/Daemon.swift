@@ -215,6 +215,7 @@ final class Daemon: TagSupervisorDelegate {
                                                                        ("dropped", .integer(Int64(clamping: spool.dropped))),
                                                                        ("lost_to_damage", .integer(Int64(clamping: spool.corrupted))),
                                                                        ("errors", .integer(Int64(clamping: publication.outbox.spoolErrors))),
+                                                                       ("unacknowledged_spooled", .integer(Int64(clamping: publication.outbox.spooledUnacknowledged))),
                                                                        ("repaired_on_open", .object([
                                                                            ("truncated_bytes", .integer(Int64(spool.recovery.truncatedBytes))),
                                                                            ("skipped_bytes", .integer(Int64(spool.recovery.skippedBytes))),
