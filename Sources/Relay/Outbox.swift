@@ -37,6 +37,7 @@ public final class Outbox {
     public var onSpoolError: ((String) -> Void)?
     private var errorLog = LogThrottle()
     private var diskFullLog = LogThrottle()
+    private var boundLog = LogThrottle()
     /// Messages handed straight over (QoS ≥ 1) whose acknowledgement has not come yet.
     private var unacknowledged: UnacknowledgedCopies
     /// How long a copy may wait for its acknowledgement before it is spooled.
@@ -77,15 +78,20 @@ public final class Outbox {
         }
         // The copies are older than this message: they go first, so a replay keeps the order.
         spoolUnacknowledged()
-        let droppedForSpace = spool.droppedForSpace
+        let (dropped, droppedForSpace) = (spool.dropped, spool.droppedForSpace)
         do {
             try spool.append(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
         } catch {
             spoolFailed("\(error); a message was lost")
         }
-        if spool.droppedForSpace != droppedForSpace, let more = diskFullLog.admit(at: loop.now) {
-            onSpoolError?("the disk is full: the oldest messages are dropped to make room for new ones "
-                          + "(\(spool.droppedForSpace) so far)" + more)
+        if spool.droppedForSpace != droppedForSpace {
+            if let more = diskFullLog.admit(at: loop.now) {
+                onSpoolError?("the disk is full: the oldest messages are dropped to make room for new ones "
+                              + "(\(spool.droppedForSpace) so far)" + more)
+            }
+        } else if spool.dropped != dropped, let more = boundLog.admit(at: loop.now) {
+            onSpoolError?("max_mb reached: the oldest messages are dropped to make room for new ones "
+                          + "(\(spool.dropped) so far)" + more)
         }
         scheduleSync()
         drain()

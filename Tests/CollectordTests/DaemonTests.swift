@@ -189,13 +189,14 @@ final class DaemonProcess: @unchecked Sendable {
         try withSpool.write(toFile: configPath, atomically: true, encoding: .utf8)
     }
 
-    func start(environment: [String: String] = [:]) throws {
+    /// `tagSockets`: the tags are `collectord emulate --socket-dir` processes' (else in-process).
+    func start(environment: [String: String] = [:], tagSockets: String? = nil) throws {
         let p = Process()
         p.executableURL = DecodeProcessTests.binary
         if !environment.isEmpty {
             p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
-        p.arguments = ["run", "--config", configPath, "--emulated-tags"]
+        p.arguments = ["run", "--config", configPath] + (tagSockets.map { ["--tag-sockets", $0] } ?? ["--emulated-tags"])
         p.standardOutput = FileHandle.nullDevice
         errPipe = Pipe()
         p.standardError = errPipe
@@ -229,6 +230,14 @@ final class DaemonProcess: @unchecked Sendable {
         return count
     }
     var pid: Int32 { process?.processIdentifier ?? 0 }
+
+    /// The spool's lifetime count of messages dropped by its bound, from its cursor file
+    /// (bytes 16..<24, little-endian; docs/spool.md), 0 while there is none.
+    var spoolDropped: UInt64 {
+        guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent("spool/cursor").path),
+              data.count == 32 else { return 0 }
+        return data[16..<24].reversed().reduce(0) { $0 << 8 | UInt64($1) }
+    }
 
     func signal(_ s: Int32) { if let p = process { kill(p.processIdentifier, s) } }
 
@@ -572,6 +581,71 @@ func gapFree(_ seqs: [Int]) -> Bool {
         for key in ["kitchen/humidity", "kitchen/temperature", "kitchen/barometer", "kitchen/movement"] {
             let age = newest[key].map { killedAt.timeIntervalSince($0) } ?? .infinity
             #expect(age < 3.0, "\(key): the newest reading that survived the kill is \(age) s older than it")
+        }
+    }
+
+    /// Found by an independent review: a device using one tag's address sent 23,101 notifications
+    /// in about 10 s to a sensor configured at 1000 ms, and the spooled flood evicted the other
+    /// tags' readings. A sensor now gets at most `flood_limit` times its configured rate, so a tag
+    /// takes at most that multiple of its configured share of the spool, and the bound drops by
+    /// age: every tag keeps the same window of history. Without the limit (the control), the same
+    /// flood evicts the genuine tags' readings.
+    @Test(arguments: [0, 2]) func aFloodingTagCannotEvictTheOtherTagsReadings(floodLimit: Int) throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port)
+        let sockets = try makeTemporaryDirectory("flood-tags")
+        defer { try? FileManager.default.removeItem(at: sockets) }
+        let binary = DecodeProcessTests.binary.path
+        // The flooding device (every sensor every 2 ms), and two genuine tags at their periods.
+        let flood = try ChildProcess(binary, ["emulate", "--socket-dir", sockets.path, "--tags", "1",
+                                              "--first-address", "00:AA:0F:00:00:01", "--interval-us", "2000"])
+        let genuine = try ChildProcess(binary, ["emulate", "--socket-dir", sockets.path, "--tags", "2",
+                                                "--first-address", "00:AA:0E:00:00:01"])
+        let tags = """
+            [[tag]]
+            name = "flood"
+            address = "00:AA:0F:00:00:01"
+            model = "cc2650"
+            [[tag]]
+            name = "one"
+            address = "00:AA:0E:00:00:01"
+            model = "cc2650"
+            [[tag]]
+            name = "two"
+            address = "00:AA:0E:00:00:02"
+            model = "cc2650"
+            """
+        let daemon = try DaemonProcess(config: "flood_limit = \(floodLimit)\n"
+            + config(port: broker.port, tags: tags).replacingOccurrences(of: "max_mb = 8", with: "max_mb = 1"))
+        try daemon.start(tagSockets: sockets.path)
+        #expect(sub.waitFor { s in ["one", "two", "flood"].allSatisfy { !s.seqs("\($0)/humidity").isEmpty } }, "every tag streams")
+        broker.pause()
+        if floodLimit == 0 {
+            // The control: the flood fills the 1 MB bound within a second and goes on; once some
+            // 20,000 messages (several seconds of it) are dropped, the genuine tags' readings of
+            // the stall's first seconds are among them.
+            #expect(daemon.waitForLog("max_mb reached"), "the flood fills the spool")
+            #expect(waitUntil(seconds: 60) { daemon.spoolDropped >= 20_000 }, "\(daemon.spoolDropped) dropped")
+        } else {
+            // The genuine tags' readings pile up in the spool while the broker stalls.
+            #expect(waitUntil(seconds: 60) { daemon.spooled("collectord/one/humidity") >= 6 }, "the genuine tags spool")
+        }
+        broker.resume()
+        let last = daemon.spooled("collectord/one/humidity")
+        #expect(sub.waitFor(seconds: 60) { ($0.seqs("one/humidity").max() ?? 0) >= last + 2 }, "the replay, then live readings")
+        daemon.stop()
+        flood.stop(gracefully: true)
+        genuine.stop(gracefully: true)
+        sub.stop()
+        let seqs = sequences(sub.lines)
+        let genuineKeys = seqs.keys.filter { !$0.hasPrefix("flood/") }
+        #expect(genuineKeys.count >= 10, "\(genuineKeys)")
+        if floodLimit == 0 {
+            #expect(genuineKeys.contains { !gapFree(seqs[$0]!) }, "the control: the flood evicted genuine readings")
+        } else {
+            for key in genuineKeys { #expect(gapFree(seqs[key]!), "\(key): \(seqs[key]!)") }
+            #expect(daemon.log.contains("(flood_limit)"), "the flood is logged")
+            #expect(!daemon.log.contains("max_mb reached"), "the bound was never reached")
         }
     }
 
