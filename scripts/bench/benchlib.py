@@ -3,10 +3,14 @@ tags in their own process (`collectord emulate --socket-dir`), the daemon (`coll
 --tag-sockets`), a subscriber that checks every reading's sequence number, and /proc sampling.
 
 Used by scripts/bench/measure.py (throughput, idle, start-up, reconnect, side by side) and
-scripts/bench/soak.py (endurance). Standard library plus paho-mqtt (scripts/bench/requirements.txt).
+scripts/bench/soak.py (endurance: also RunSubscriber, which accounts per daemon incarnation, and
+EmulatorLinks, which follows the emulated tags' links). Standard library plus paho-mqtt
+(scripts/bench/requirements.txt).
 """
 
 import atexit
+import bisect
+import calendar
 import json
 import os
 import pwd
@@ -405,6 +409,215 @@ class Subscriber:
         else:
             self.p.terminate()
             self.p.wait()
+
+
+class SeqRanges:
+    """A set of integers kept as sorted disjoint intervals [lo, hi]: a few intervals while numbers
+    arrive mostly in order, so two hours of readings take kilobytes, not a set of millions. With
+    each interval, the times given with its two ends (to say when the readings around a gap were
+    made)."""
+
+    __slots__ = ("lo", "hi", "lo_t", "hi_t", "n")
+
+    def __init__(self):
+        self.lo, self.hi, self.lo_t, self.hi_t, self.n = [], [], [], [], 0
+
+    def add(self, x, t=None):
+        """False when x was there already."""
+        i = bisect.bisect_right(self.lo, x) - 1  # the interval starting at or below x
+        if i >= 0 and x <= self.hi[i]:
+            return False
+        left = i >= 0 and self.hi[i] == x - 1
+        right = i + 1 < len(self.lo) and self.lo[i + 1] == x + 1
+        if left and right:
+            self.hi[i], self.hi_t[i] = self.hi[i + 1], self.hi_t[i + 1]
+            del self.lo[i + 1], self.hi[i + 1], self.lo_t[i + 1], self.hi_t[i + 1]
+        elif left:
+            self.hi[i], self.hi_t[i] = x, t
+        elif right:
+            self.lo[i + 1], self.lo_t[i + 1] = x, t
+        else:
+            self.lo.insert(i + 1, x)
+            self.hi.insert(i + 1, x)
+            self.lo_t.insert(i + 1, t)
+            self.hi_t.insert(i + 1, t)
+        self.n += 1
+        return True
+
+    def timed(self):
+        """[(lo, hi, time of lo, time of hi)]."""
+        return list(zip(self.lo, self.hi, self.lo_t, self.hi_t))
+
+    def __len__(self):
+        return self.n
+
+    def min(self):
+        return self.lo[0] if self.lo else None
+
+    def max(self):
+        return self.hi[-1] if self.hi else None
+
+    def intervals(self):
+        return list(zip(self.lo, self.hi))
+
+    @staticmethod
+    def union(parts):
+        """The intervals of several sets together (merged where they touch or overlap)."""
+        out = []
+        for lo, hi in sorted(iv for p in parts for iv in p.intervals()):
+            if out and lo <= out[-1][1] + 1:
+                out[-1][1] = max(out[-1][1], hi)
+            else:
+                out.append([lo, hi])
+        return out
+
+    @staticmethod
+    def missing(intervals, start, end, limit=20):
+        """How many of start…end (inclusive) the intervals lack, and the first `limit` of them."""
+        count, first, at = 0, [], start
+        for lo, hi in intervals:
+            if hi < at:
+                continue
+            if lo > end:
+                break
+            if lo > at:
+                count += lo - at
+                first.extend(range(at, min(lo, at + limit - len(first))))
+            at = max(at, hi + 1)
+        if at <= end:
+            count += end + 1 - at
+            first.extend(range(at, min(end + 1, at + limit - len(first))))
+        return count, first[:limit]
+
+
+class RunSubscriber(Subscriber):
+    """The soak's subscriber, for a daemon that is restarted and killed: each reading goes to the
+    daemon incarnation that made it, by its `time` field (when the daemon received the
+    notification, wall clock) against the incarnations' start times (`started`, which the caller
+    extends before starting each one). So a reading spooled by one incarnation and sent by the
+    next, or a QoS 1 resend arriving after a restart, is counted where it was numbered. Keeps, per
+    (topic, incarnation): the sequence numbers (SeqRanges), the earliest and latest reading times;
+    per tag and incarnation, the latest reading time (readings flowing again)."""
+
+    def __init__(self, port, client_id="soak-sub", prefix="collectord"):
+        self.started = []            # wall-clock start of each incarnation, ascending
+        self.runs = {}               # (topic, incarnation) -> [SeqRanges, first time, last time]
+        self.tag_latest = {}         # (tag, incarnation) -> latest reading time
+        self.stats_by_incarnation = {}
+        self.max_dropped = 0
+        self._second = (None, 0)
+        super().__init__(port, client_id=client_id, prefix=prefix)
+
+    def incarnation(self, wall):
+        return max(0, bisect.bisect_right(self.started, wall) - 1)
+
+    def _time(self, text):
+        # "2026-11-22T05:03:07.123Z": the whole seconds converted once per second.
+        head = text[:19]
+        if self._second[0] != head:
+            self._second = (head, calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M:%S")))
+        return self._second[1] + int(text[20:23]) / 1000
+
+    def _record(self, topic, payload):
+        parts = topic.split("/")
+        if len(parts) != 3:
+            return
+        if parts[2] in ("events", "stats", "status", "availability"):
+            super()._record(topic, payload)
+            if parts[2] == "stats" and isinstance(self.stats, dict):
+                with self.lock:
+                    s = self.stats
+                    at = self._time(s.get("time", "")) if s.get("time") else time.time()
+                    self.stats_by_incarnation[self.incarnation(at)] = s
+                    self.max_dropped = max(self.max_dropped, s.get("spool", {}).get("dropped") or 0)
+            return
+        i = payload.find(b'"seq":') + 6
+        seq = int(payload[i:payload.index(b",", i)])
+        j = payload.find(b'"time":"') + 8
+        at = self._time(payload[j:j + 24].decode())
+        now = time.monotonic()
+        with self.lock:
+            self.total += 1
+            inc = self.incarnation(at)
+            r = self.runs.get((topic, inc))
+            if r is None:
+                r = self.runs[(topic, inc)] = [SeqRanges(), at, at]
+            if r[0].add(seq, at):
+                r[1] = min(r[1], at)
+                r[2] = max(r[2], at)
+            else:
+                self.duplicates += 1
+            key = (parts[1], inc)
+            if at > self.tag_latest.get(key, 0):
+                self.tag_latest[key] = at
+            if self.first_reading_at is None:
+                self.first_reading_at = now
+        if self.on_reading:
+            self.on_reading(now, topic)
+
+    def unique(self):
+        with self.lock:
+            return sum(len(r[0]) for r in self.runs.values())
+
+    def flowing(self, incarnation, tags, since):
+        """Whether every one of `tags` has a reading of `incarnation` made at `since` or later."""
+        with self.lock:
+            return all(self.tag_latest.get((t, incarnation), 0) >= since for t in tags)
+
+    def snapshot(self):
+        with self.lock:
+            return {k: (SeqRanges.union([r[0]]), len(r[0]), r[1], r[2], r[0].timed()) for k, r in self.runs.items()}
+
+
+class EmulatorLinks:
+    """Follows `collectord emulate`'s log (its `<7>emulate: <address> connected|disconnected`
+    lines) from a thread, stamping each with the wall clock when read (within ~20 ms), so the soak
+    knows which tags were streaming before a kill. `disconnected` is logged when the tag advertises
+    again, shortly after the drop."""
+
+    def __init__(self, log_path):
+        self.path = log_path
+        self.events = {}    # address -> [(wall, up)]
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.thread = threading.Thread(target=self._follow, daemon=True)
+        self.thread.start()
+
+    def _follow(self):
+        while not os.path.exists(self.path) and not self.stopping:
+            time.sleep(0.02)
+        with open(self.path, "rb") as f:
+            pending = b""
+            while not self.stopping:
+                chunk = f.read()
+                if not chunk:
+                    time.sleep(0.02)
+                    continue
+                now = time.time()
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    words = line.decode(errors="replace").split()
+                    if len(words) == 3 and words[0].endswith("emulate:") and words[2] in ("connected", "disconnected"):
+                        with self.lock:
+                            self.events.setdefault(words[1], []).append((now, words[2] == "connected"))
+
+    def connected_throughout(self, address, start, end):
+        """Whether the tag's last link event before `start` was a connection and none came in
+        start…end (wall clock)."""
+        with self.lock:
+            events = list(self.events.get(address, ()))
+        before = [up for at, up in events if at < start]
+        return bool(before) and before[-1] and not any(start <= at <= end for at, _ in events)
+
+    def connected_since(self, address, since):
+        with self.lock:
+            events = list(self.events.get(address, ()))
+        return bool(events) and events[-1][1] and events[-1][0] >= since
+
+    def stop(self):
+        self.stopping = True
+        self.thread.join(1)
 
 
 def machine():
