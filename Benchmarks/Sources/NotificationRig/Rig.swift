@@ -125,7 +125,9 @@ public final class NotificationRig {
         let address = BluetoothAddress("00:AA:01:00:00:01")!
         air.add(emulator, at: address)
         adapter = AdapterQueue(connector: air)
-        let tag = TagConfiguration(name: "bench", address: address, sensors: [SensorConfiguration(c.sensor)])
+        // The measured steps send back to back while the clock stands still, which the flood limit
+        // would cut to a burst of four: it is off, as in the daemon's benchmark configurations.
+        let tag = TagConfiguration(name: "bench", address: address, sensors: [SensorConfiguration(c.sensor)], floodLimit: 0)
         supervisor = TagSupervisor(tag: tag, sink: counter, loop: loop, adapter: adapter, monitor: air, cache: cache)
         supervisor.random = { 0.5 }
         supervisor.delegate = counter
