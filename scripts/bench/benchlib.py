@@ -87,6 +87,35 @@ class ProcSample:
         self.fds = len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def proc_io(pid):
+    """/proc/PID/io as a dict of ints (rchar, wchar, syscr, syscw, read_bytes, write_bytes,
+    cancelled_write_bytes), for the whole thread group."""
+    with open(f"/proc/{pid}/io") as f:
+        return {k: int(v) for k, v in (line.split(":") for line in f)}
+
+
+def tcp_written(pid, port):
+    """Bytes the process wrote so far to each of its TCP connections to 127.0.0.1:port, by local
+    port: bytes acknowledged by the peer (less the SYN) plus those still in the send queue, from
+    `ss -ti` (tcp_info). A connection closed between two calls takes its last bytes with it."""
+    try:
+        out = subprocess.run(["ss", "-tinpH", "state", "established", f"( dport = :{port} )"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    written = {}
+    lines = out.splitlines()
+    for i, line in enumerate(lines):
+        if f"pid={pid}," not in line or i + 1 >= len(lines):
+            continue
+        fields = line.split()
+        send_q, local = int(fields[1]), fields[2]
+        info = dict(f.split(":", 1) for f in lines[i + 1].split() if f.startswith("bytes_acked:"))
+        acked = int(info.get("bytes_acked", "1"))
+        written[int(local.rsplit(":", 1)[1])] = max(0, acked - 1) + send_q
+    return written
+
+
 def rates(a, b):
     """Per-second figures between two samples of one process."""
     dt = b.at - a.at
@@ -135,15 +164,35 @@ signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 
 class Process:
-    def __init__(self, argv, log, stdout=None, env=None):
+    """A child process in its own session, stderr to `log`. With `pipe_log`, stderr is a pipe that
+    a thread of this process copies to `log` (as journald would read it): the child's own disk
+    writes (/proc/PID/io) then do not include its log, and `log_bytes` counts what it wrote there;
+    `on_line(bytes)` sees each line."""
+
+    def __init__(self, argv, log, stdout=None, env=None, pipe_log=False, on_line=None):
         self.argv = argv
         self.log_path = log
         self.log = open(log, "ab")
         self.out_path = stdout
+        self.log_bytes = 0
+        self.on_line = on_line
+        self.reader = None
         out = open(stdout, "wb") if stdout else subprocess.DEVNULL
-        self.p = subprocess.Popen(argv, stdout=out, stderr=self.log, env=env, start_new_session=True)
+        err = subprocess.PIPE if pipe_log else self.log
+        self.p = subprocess.Popen(argv, stdout=out, stderr=err, env=env, start_new_session=True)
         self.started = time.monotonic()
         _running.append(self.p)
+        if pipe_log:
+            self.reader = threading.Thread(target=self._copy_log, daemon=True)
+            self.reader.start()
+
+    def _copy_log(self):
+        for line in self.p.stderr:
+            self.log_bytes += len(line)
+            self.log.write(line)
+            self.log.flush()
+            if self.on_line:
+                self.on_line(line)
 
     @property
     def pid(self):
@@ -163,7 +212,10 @@ class Process:
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait()
-        self.log.close()
+        if self.reader:
+            self.reader.join(5)
+        if not (self.reader and self.reader.is_alive()):  # a child of the child may hold the pipe still
+            self.log.close()
         return self.p.returncode
 
     def output(self):
@@ -255,12 +307,20 @@ class Emulators:
             return {}
 
 
-def daemon_config(work, broker_port, tags, client_id="bench", extra_tag="", stats_interval=0, spool_max_mb=None):
+def daemon_config(work, broker_port, tags, client_id="bench", extra_tag="", stats_interval=0, spool_max_mb=None,
+                  flood_limit=0, spool_path=None, qos=None, max_inflight=None):
     # The emulators notify every --interval-us whatever the configured periods, far faster than
-    # the flood limit lets through: it is off here, and the measurements see every reading.
-    lines = [f"stats_interval_s = {stats_interval}", "log_level = \"info\"", "flood_limit = 0", "",
-             "[mqtt]", f"brokers = [\"127.0.0.1:{broker_port}\"]", f"client_id = \"{client_id}\"", "",
-             "[spool]", f"path = \"{work.file('spool')}\""]
+    # the flood limit lets through: it is off here (flood_limit=None leaves the default), and the
+    # measurements see every reading.
+    lines = [f"stats_interval_s = {stats_interval}", "log_level = \"info\""]
+    if flood_limit is not None:
+        lines.append(f"flood_limit = {flood_limit}")
+    lines += ["", "[mqtt]", f"brokers = [\"127.0.0.1:{broker_port}\"]", f"client_id = \"{client_id}\""]
+    if qos is not None:
+        lines.append(f"qos = {qos}")
+    if max_inflight is not None:
+        lines.append(f"max_inflight = {max_inflight}")
+    lines += ["", "[spool]", f"path = \"{spool_path or work.file('spool')}\""]
     if spool_max_mb:
         lines.append(f"max_mb = {spool_max_mb}")
     lines += ["", "[homeassistant]", "discovery = false", ""]
@@ -274,9 +334,9 @@ def daemon_config(work, broker_port, tags, client_id="bench", extra_tag="", stat
 
 
 class Daemon:
-    def __init__(self, binary, work, config, emulators):
+    def __init__(self, binary, work, config, emulators, pipe_log=False, on_line=None):
         self.proc = Process([binary, "run", "--config", config, "--tag-sockets", emulators.directory],
-                            work.file("collectord.log"))
+                            work.file("collectord.log"), pipe_log=pipe_log, on_line=on_line)
 
 
 # MARK: - The subscriber
