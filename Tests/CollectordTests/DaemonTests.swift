@@ -649,6 +649,27 @@ func gapFree(_ seqs: [Int]) -> Bool {
         }
     }
 
+    /// Found by an independent review: the Firmware Revision String (up to 512 bytes, newlines
+    /// allowed) reached the log as received, so `1.50\n<0>…` started a line of its own that
+    /// journald takes as an emergency from collectord. Every log line is now one line.
+    @Test func aHostileFirmwareStringCannotForgeALogLine() throws {
+        let broker = try Broker()
+        let sockets = try makeTemporaryDirectory("hostile-tags")
+        defer { try? FileManager.default.removeItem(at: sockets) }
+        let hostile = "1.50\n<0>collectord: forged emergency\r\u{1B}[2J\u{85}end"
+        let tag = try ChildProcess(DecodeProcessTests.binary.path, ["emulate", "--socket-dir", sockets.path, "--tags", "1",
+                                                                  "--first-address", "00:AA:01:01:00:01", "--firmware", hostile])
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly))
+        try daemon.start(tagSockets: sockets.path)
+        #expect(daemon.waitForLog("kitchen: streaming"), "the tag connects")
+        daemon.stop()
+        tag.stop(gracefully: true)
+        let lines = daemon.log.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(!lines.contains { $0.hasPrefix("<0>") }, "a forged line: \(lines.filter { $0.hasPrefix("<0>") })")
+        #expect(lines.allSatisfy { $0.isEmpty || $0.first == "<" }, "every line starts with its priority")
+        #expect(daemon.log.contains(#"firmware 1.50\n<0>collectord: forged emergency\r\u{1b}[2J\u{85}end"#), "escaped, not lost")
+    }
+
     @Test func failoverToTheSecondBroker() throws {
         let broker = try Broker()
         let dead = freePort()
