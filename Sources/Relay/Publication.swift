@@ -25,6 +25,9 @@ public final class Publication: MQTTPublisherDelegate {
     private var sequenceLog = LogThrottle()
     /// Where the sequence numbers go on from across restarts.
     fileprivate let sequences: SequenceStore
+    /// Removed tags' retained topics still to be emptied on the broker.
+    private let withdrawals: Withdrawals
+    private var withdrawalLog = LogThrottle()
     private let log: (LogLevel, () -> String) -> Void
 
     /// One tag as the publication knows it, and the sink its readings arrive at: from the session
@@ -94,6 +97,7 @@ public final class Publication: MQTTPublisherDelegate {
         outbox = Outbox(publisher: publisher, spool: spool, qos: Int32(c.mqtt.qos.rawValue), retain: c.mqtt.retain, loop: loop)
         outbox.onSpoolError = { message in log(.error) { "spool: \(message)" } }
         sequences = SequenceStore(directory: c.spool.path)
+        withdrawals = Withdrawals(directory: c.spool.path)
         if sequences.lastStopWasClean == false {
             log(.notice) { "sequence numbers: the last stop was not clean; they go on from the block reserved then (a jump of less than \(SequenceStore.reserve))" }
         }
@@ -102,6 +106,10 @@ public final class Publication: MQTTPublisherDelegate {
             ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: softwareVersion)
             : nil
         publisher.delegate = self
+        withdrawals.onError = { [weak self] error in
+            guard let self, let more = self.withdrawalLog.admit(at: loop.now) else { return }
+            log(.warning) { "discovery: cannot keep the list of withdrawals owed to the broker: \(error)" + more }
+        }
     }
 
     public static func publisherConfiguration(_ c: DaemonConfiguration) -> MQTTPublisherConfiguration {
@@ -133,14 +141,33 @@ public final class Publication: MQTTPublisherDelegate {
         return t
     }
 
-    /// A removed tag: offline, and its discovery entries withdrawn.
+    /// A removed tag: its availability and discovery entries withdrawn from the broker, now or,
+    /// if it is away, at the next connection (`Withdrawals`, kept across restarts).
     public func remove(_ name: String) {
         guard let t = tags.removeValue(forKey: name) else { return }
         sequences.remember(name, t.config.sensors.map(\.sensor), t.readings.sequences)
-        publishRetained(t.availabilityTopic, ControlPayloads.offline)
+        publishRetained(t.availabilityTopic, ControlPayloads.offline)  // seen at once by whoever watches it
+        var owed = [t.availabilityTopic]
         if let discovery {
-            for m in discovery.removals(for: device(t), sensors: t.config.sensors.map(\.sensor)) {
-                publishRetained(m.topic, m.payload)
+            owed += discovery.removals(for: device(t), sensors: t.config.sensors.map(\.sensor)).map(\.topic)
+        }
+        withdraw(owed)
+    }
+
+    /// Owes the broker empty retained messages on `topics` and sends what it can now.
+    public func withdraw(_ topics: [String]) {
+        withdrawals.add(topics)
+        sendWithdrawals()
+    }
+
+    /// What this publication still owes the broker (for the one that replaces it).
+    public var owedWithdrawals: [String] { withdrawals.topics }
+
+    private func sendWithdrawals() {
+        guard publisher.isConnected else { return }
+        for topic in withdrawals.unsent {
+            if case .handedOff(let mid) = publisher.publish(topic: topic, payload: [], qos: 1, retain: true) {
+                withdrawals.published(topic, mid: mid)
             }
         }
     }
@@ -209,10 +236,13 @@ public final class Publication: MQTTPublisherDelegate {
     private func announce(_ t: Tag) {
         guard let discovery, let model = t.model, publisher.isConnected else { return }
         let sensors = t.config.sensors.map(\.sensor).filter { SensorProfile.lookup(model, $0) != nil }
-        for m in discovery.configs(for: device(t), sensors: sensors) { publishRetained(m.topic, m.payload) }
+        let configs = discovery.configs(for: device(t), sensors: sensors)
+        withdrawals.cancel(configs.map(\.topic))
+        for m in configs { publishRetained(m.topic, m.payload) }
     }
 
     private func publishState(of t: Tag) {
+        withdrawals.cancel([t.availabilityTopic])
         publishRetained(t.availabilityTopic, t.online ? ControlPayloads.online : ControlPayloads.offline)
         announce(t)
     }
@@ -241,8 +271,12 @@ public final class Publication: MQTTPublisherDelegate {
     public func publisher(_ publisher: MQTTPublisher, didReport event: MQTTConnectionEvent) {
         switch event {
         case .connected:
+            // Withdrawals first: a tag that is back under the same topics cancels its own.
+            for t in tags.values { withdrawals.cancel([t.availabilityTopic]) }
+            sendWithdrawals()
             for t in tags.values { publishState(of: t) }
         case .connectionLost, .disconnected:
+            withdrawals.connectionLost()
             outbox.connectionLost()
         default:
             break
@@ -251,7 +285,7 @@ public final class Publication: MQTTPublisherDelegate {
     }
 
     public func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) {
-        outbox.delivered(mid)
+        if !withdrawals.acknowledged(mid) { outbox.delivered(mid) }
     }
 
     public func publisherIsReady(_ publisher: MQTTPublisher) { outbox.drain() }

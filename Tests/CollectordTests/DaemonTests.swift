@@ -763,6 +763,74 @@ func gapFree(_ seqs: [Int]) -> Bool {
         }
     }
 
+    /// Retained Home Assistant configs of the garage that a fresh subscriber gets from `broker`.
+    func garageConfigs(_ broker: Broker) throws -> Int {
+        let sub = try Subscriber(port: broker.port, topic: "homeassistant/#")
+        sub.stop()
+        return sub.lines.filter { $0.topic.contains("sensortag_00aa01020002") && !$0.payload.isEmpty && $0.payload != "(null)" }.count
+    }
+
+    /// Found by an independent review: a reload that removed a tag and also changed `[mqtt]`
+    /// sent the removals to the publisher being shut down, and the retained Home Assistant
+    /// configs stayed on the broker for ever. The removals now go out first.
+    @Test func sighupRemovingATagAndChangingMQTTWithdrawsItsDiscovery() throws {
+        let broker = try Broker()
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
+        try daemon.start()
+        #expect(waitUntil(seconds: 30) { (try? garageConfigs(broker)) ?? 0 > 0 }, "the garage is announced")
+        try daemon.write(config: config(port: broker.port, tags: kitchenOnly).replacingOccurrences(of: "client_id = \"test\"", with: "client_id = \"test\"\nkeepalive_s = 31"))
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLog("MQTT settings changed"))
+        #expect(waitUntil(seconds: 30) { (try? garageConfigs(broker)) == 0 }, "the garage's configs are withdrawn")
+        daemon.stop()
+    }
+
+    /// The same with the broker away at the reload, and the daemon restarted before it is back:
+    /// what is owed is kept in the spool directory and paid once a broker is reachable.
+    @Test func aTagRemovedWhileTheBrokerIsAwayIsWithdrawnLater() throws {
+        let broker = try Broker(persistent: true)
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
+        try daemon.start()
+        #expect(waitUntil(seconds: 30) { (try? garageConfigs(broker)) ?? 0 > 0 }, "the garage is announced")
+        try broker.stop()
+        try daemon.write(config: config(port: broker.port, tags: kitchenOnly))
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLog("reload: tag garage removed"))
+        #expect(daemon.stop().status == 0)
+        try broker.start()
+        #expect((try? garageConfigs(broker)) ?? 0 > 0, "the broker kept the configs across its restart")
+        try daemon.start()
+        #expect(waitUntil(seconds: 30) { (try? garageConfigs(broker)) == 0 }, "the garage's configs are withdrawn after the restart")
+        daemon.stop()
+    }
+
+    /// Found by an independent review: two reloads changing `[mqtt]` 0.3 s apart while the broker
+    /// stalled started two publishers; the second met the first's spool lock and the daemon
+    /// exited with status 1. The second reload now only updates the settings the pending
+    /// replacement starts with.
+    @Test func twoQuickReloadsDuringAStallKeepOnePublication() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port)
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly))
+        try daemon.start()
+        #expect(sub.waitFor { $0.seqs("kitchen/humidity").count >= 2 }, "the kitchen streams")
+        broker.pause()
+        for keepalive in [31, 32] {
+            try daemon.write(config: config(port: broker.port, tags: kitchenOnly).replacingOccurrences(of: "client_id = \"test\"", with: "client_id = \"test\"\nkeepalive_s = \(keepalive)"))
+            daemon.signal(SIGHUP)
+            #expect(daemon.waitForLog("reload: \(daemon.configPath) applied", count: keepalive - 30))
+        }
+        broker.resume()
+        #expect(daemon.waitForLog("mqtt: connected to", count: 2), "one new connection")
+        let before = sub.seqs("kitchen/humidity").max() ?? 0
+        #expect(sub.waitFor { ($0.seqs("kitchen/humidity").max() ?? 0) >= before + 2 }, "readings go on")
+        #expect(daemon.stop().status == 0, "the daemon ran on: \(daemon.log.suffix(600))")
+        sub.stop()
+        #expect(daemon.log.contains("changed again"))
+        #expect(!daemon.log.contains("cannot start MQTT"))
+        for (key, s) in sequences(sub.lines) { #expect(gapFree(s), "\(key): \(s)") }
+    }
+
     /// The sd_notify protocol as systemd sees it, through a real datagram socket.
     @Test func tellsSystemdReadyWatchdogReloadingAndStopping() throws {
         let broker = try Broker()
