@@ -14,6 +14,7 @@ enum StateFile {
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
         guard fd >= 0 else { throw SystemError("open", path: temporary) }
+        Ownership.inherit(path: temporary)
         var failure: SystemError?
         var bytes = text
         bytes.withUTF8 { b in

@@ -85,6 +85,7 @@ final class Daemon: TagSupervisorDelegate {
             Log.info("memory: released \(r.residentBefore) kB of start-up code pages in \(r.mappings) mappings"
                 + (r.failures > 0 ? " (\(r.failures) refused)" : ""))
         }
+        for w in config.warnings { Log.warning(w) }
         notifier.notify("READY=1\nSTATUS=\(config.tags.count) tags configured")
         notifier.startWatchdog(on: loop)
         Log.notice("collectord \(CollectordVersion.string) running: \(config.tags.count) tags, adapter \(config.adapter), brokers \(config.mqtt.brokers.map(\.description).joined(separator: ", "))")
@@ -125,6 +126,7 @@ final class Daemon: TagSupervisorDelegate {
             return
         }
         Log.threshold = new.logLevel
+        for w in new.warnings { Log.warning("reload: \(w)") }
         if diff.adapterChanged || diff.reconnectChanged {
             Log.warning("reload: adapter and reconnect settings take effect at the next restart")
         }

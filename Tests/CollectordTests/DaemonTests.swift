@@ -190,13 +190,18 @@ final class DaemonProcess: @unchecked Sendable {
     }
 
     /// `tagSockets`: the tags are `collectord emulate --socket-dir` processes' (else in-process).
-    func start(environment: [String: String] = [:], tagSockets: String? = nil) throws {
+    /// `uid`: run as that user and group (through setpriv; the test must be root).
+    func start(environment: [String: String] = [:], tagSockets: String? = nil, uid: UInt32? = nil) throws {
         let p = Process()
         p.executableURL = DecodeProcessTests.binary
         if !environment.isEmpty {
             p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         p.arguments = ["run", "--config", configPath] + (tagSockets.map { ["--tag-sockets", $0] } ?? ["--emulated-tags"])
+        if let uid {
+            p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", DecodeProcessTests.binary.path] + p.arguments!
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        }
         p.standardOutput = FileHandle.nullDevice
         errPipe = Pipe()
         p.standardError = errPipe
@@ -829,6 +834,40 @@ func gapFree(_ seqs: [Int]) -> Bool {
         #expect(daemon.log.contains("changed again"))
         #expect(!daemon.log.contains("cannot start MQTT"))
         for (key, s) in sequences(sub.lines) { #expect(gapFree(s), "\(key): \(s)") }
+    }
+
+    /// Found by an independent review: a manual `sudo collectord run` left spool files owned by
+    /// root, and the service (user collectord) failed at every start with "cannot open …/lock:
+    /// Permission denied" while check-config passed. Run as root, the daemon now gives what it
+    /// creates to the owner of the directory it is in.
+    @Test(.enabled(if: getuid() == 0, "running the daemon as two users needs root"))
+    func aRunAsRootLeavesTheSpoolToTheServiceUser() throws {
+        let broker = try Broker()
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly))
+        let nobody: UInt32 = 65534
+        #expect(chown(daemon.directory.path, nobody, nobody) == 0)
+        chmod(daemon.directory.path, 0o755)
+        chmod(daemon.configPath, 0o644)
+        // By hand, as root, while the broker is away: segments, cursor, lock, sequence numbers.
+        try broker.stop()
+        try daemon.start()
+        #expect(waitUntil(seconds: 30) { daemon.spooled("collectord/kitchen/humidity") >= 2 }, "root's run spools")
+        #expect(daemon.stop().status == 0)
+        let spool = daemon.directory.appendingPathComponent("spool").path
+        let names = try FileManager.default.contentsOfDirectory(atPath: spool)
+        #expect(names.contains("lock") && names.contains("sequences") && names.contains { $0.hasSuffix(".spool") }, "\(names)")
+        for name in names + [""] {
+            var st = stat()
+            #expect(stat(spool + "/" + name, &st) == 0 && st.st_uid == nobody && st.st_gid == nobody, "\(name): owned by \(st.st_uid)")
+        }
+        // Then as the service's user: it opens the spool, replays it and streams.
+        try broker.start()
+        let sub = try Subscriber(port: broker.port)
+        try daemon.start(uid: nobody)
+        #expect(sub.waitFor { $0.seqs("kitchen/humidity").count >= 4 }, "the service user's run streams: \(daemon.log.suffix(400))")
+        #expect(daemon.stop().status == 0)
+        sub.stop()
+        #expect(!daemon.log.contains("Permission denied"))
     }
 
     /// The sd_notify protocol as systemd sees it, through a real datagram socket.
