@@ -25,6 +25,10 @@ public final class Publication: MQTTPublisherDelegate {
     private var sequenceLog = LogThrottle()
     /// Where the sequence numbers go on from across restarts.
     fileprivate let sequences: SequenceStore
+    /// Whether the wall clock is set (NTP): readings made before say `"time_synced":false`.
+    public private(set) var clockSynced = true
+    private let clockState: () -> Bool?
+    private var clockTimer: TimerID?
     /// Removed tags' retained topics still to be emptied on the broker.
     private let withdrawals: Withdrawals
     private var withdrawalLog = LogThrottle()
@@ -66,7 +70,7 @@ public final class Publication: MQTTPublisherDelegate {
             if readings.sequences[sensor] >= reserved[sensor] { p.reserveSequences() }
             let topic: String
             do {
-                topic = try readings.encode(reading, index: sensor, time: .now(), into: &p.buffer)
+                topic = try readings.encode(reading, index: sensor, time: .now(), timeSynced: p.clockSynced, into: &p.buffer)
             } catch {
                 p.rejected += 1
                 p.logRejected(config.name, config.sensors[sensor].sensor, error)
@@ -86,10 +90,14 @@ public final class Publication: MQTTPublisherDelegate {
     /// `log` takes the publication's log lines (spool errors, libmosquitto's messages), built only
     /// if wanted;
     /// `softwareVersion` is announced in Home Assistant's device registry.
+    /// `clock` tells whether the wall clock is synchronised (`ClockSync.state()`; tests give
+    /// their own).
     public init(configuration c: DaemonConfiguration, loop: EventLoop, softwareVersion: String,
+                clock: @escaping () -> Bool? = { ClockSync.state() },
                 log: @escaping (LogLevel, () -> String) -> Void) throws {
         self.log = log
         self.loop = loop
+        clockState = clock
         topics = try Topics(prefix: c.mqtt.topicPrefix, client: c.mqtt.clientID)
         publisher = try MQTTPublisher(configuration: Publication.publisherConfiguration(c), loop: loop)
         let spool = try Spool(directory: c.spool.path, maxBytes: c.spool.maxBytes,
@@ -106,6 +114,7 @@ public final class Publication: MQTTPublisherDelegate {
             ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: softwareVersion)
             : nil
         publisher.delegate = self
+        checkClock(initially: true)
         withdrawals.onError = { [weak self] error in
             guard let self, let more = self.withdrawalLog.admit(at: loop.now) else { return }
             log(.warning) { "discovery: cannot keep the list of withdrawals owed to the broker: \(error)" + more }
@@ -247,6 +256,25 @@ public final class Publication: MQTTPublisherDelegate {
         announce(t)
     }
 
+    // MARK: The wall clock
+
+    /// Every 10 s while the clock is not synchronised, every 5 minutes once it is: a cheap look
+    /// at a file (or adjtimex), never per reading.
+    private func checkClock(initially: Bool = false) {
+        let synced = clockState() ?? true
+        if synced != clockSynced || (initially && !synced) {
+            clockSynced = synced
+            if synced {
+                log(.notice) { "clock: the system clock is synchronised; readings carry trusted times again" }
+                publishEvent("clock_synchronized", tag: nil, detail: nil)
+            } else {
+                log(.warning) { "clock: the system clock is not synchronised (no NTP yet: a Pi has no clock of its own); "
+                    + "readings carry \"time_synced\":false until it is" }
+            }
+        }
+        clockTimer = loop.schedule(after: .seconds(synced ? 300 : 10)) { [weak self] in self?.checkClock() }
+    }
+
     // MARK: Events and statistics
 
     /// A connection event of a tag or of the adapter, for `<prefix>/<client>/events`; spooled like
@@ -296,6 +324,7 @@ public final class Publication: MQTTPublisherDelegate {
 
     /// Clean stop: every tag offline, then the publisher's own `offline` and disconnect.
     public func stop(_ done: @escaping () -> Void) {
+        loop.cancel(clockTimer)
         for t in tags.values where t.online { setOnline(t.config.name, false) }
         saveSequences()
         // What the broker has not acknowledged yet is in libmosquitto's memory only: to the spool
