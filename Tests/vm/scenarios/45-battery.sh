@@ -27,7 +27,7 @@ t_ready=$mqtt_t
 wait_for "$OUT/mqtt.log" '^[0-9.]+ collectord/a/battery \{' 5 \
   || { mqtt_show "$OUT/mqtt.log"; fail "no battery level within 5 s of tag a being ready"; }
 mqtt_first "$OUT/mqtt.log" '^[0-9.]+ collectord/a/battery \{'
-log "battery level published $(ms_between $t_ready $mqtt_t) ms after tag a was ready"
+log "battery level published $(ms_between $t_ready $mqtt_t) ms after tag a was ready (it is read during setup, so it may come first)"
 expect "$OUT/mqtt.log" 'collectord/a/battery \{.*"level":\{"value":[0-9]' "a battery level value"
 
 # The keys-only tag: 20 s without a notification must not drop it (the window was 4 s).
@@ -37,11 +37,11 @@ while [ $(( (${EPOCHREALTIME/./} - t0) / 1000 )) -lt 20000 ]; do
   matches "$OUT/mqtt.log" '"event":"forced_disconnect","tag":"b"' && { mqtt_show "$OUT/mqtt.log"; fail "the keys-only tag was dropped"; }
   nap 1
 done
+# Checked before the stop: the stop itself drops both links ("forced disconnect: stopped").
+if matches "$OUT/mqtt.log" '"event":"(disconnected|timeout)","tag":"b"'; then
+  mqtt_show "$OUT/mqtt.log"; fail "the keys-only tag lost its link"
+fi
 stop daemon
 nap 0.5
 stop mqtt
-if matches "$OUT/mqtt.log" '"tag":"b".*"event":"(disconnected|forced_disconnect)"' \
-   || matches "$OUT/mqtt.log" '"event":"(disconnected|forced_disconnect)","tag":"b"'; then
-  mqtt_show "$OUT/mqtt.log"; fail "the keys-only tag lost its link"
-fi
 pass "battery published after ready, keys-only tag kept 20 s"
