@@ -106,7 +106,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CollectordTests",
-            dependencies: ["collectord", "Relay", "TestSupport"]
+            dependencies: ["collectord", "Relay", "TestSupport", "TestRandom"]
         ),
         // Child processes with a clean signal state, tools and free ports; Foundation-free, so
         // the benchmark's probe shares it.

@@ -108,34 +108,70 @@ private func attSocket(adapter: Adapter) throws(LinkError) -> Int32 {
 public final class L2CAPConnector: LinkConnector {
     private let loop: EventLoop
     public let adapter: Adapter
+    private let transport: Transport
 
-    public init(loop: EventLoop, adapter: Adapter) {
-        self.loop = loop
-        self.adapter = adapter
+    /// Where an attempt's socket comes from and how its connect starts: LE L2CAP on the adapter,
+    /// or, in tests, any non-blocking socket, so that what an attempt does with its descriptor
+    /// (watch, close, hand over) is tested without a controller.
+    struct Transport {
+        /// A new non-blocking socket, the caller's to close.
+        var open: () throws(LinkError) -> Int32
+        /// Starts connecting `fd` to `address`: 0 when connected at once, otherwise connect(2)'s errno.
+        var connect: (_ fd: Int32, _ address: BluetoothAddress) -> Int32
     }
 
+    public convenience init(loop: EventLoop, adapter: Adapter) {
+        self.init(loop: loop, adapter: adapter, transport: Transport(
+            open: { () throws(LinkError) in try attSocket(adapter: adapter) },
+            connect: { fd, address in
+                var remote = attAddress(address)
+                return withSockaddr(&remote) { Glibc.connect(fd, $0, $1) == 0 ? 0 : errno }
+            }))
+    }
+
+    init(loop: EventLoop, adapter: Adapter, transport: Transport) {
+        self.loop = loop
+        self.adapter = adapter
+        self.transport = transport
+    }
+
+    /// One connect in progress. It owns its socket until it finishes (success hands the socket to
+    /// the completion, failure closes it) or is cancelled (closes it); from then on the number is
+    /// not its own: the kernel gives it to the next descriptor anyone opens, and that one may be
+    /// watched on the loop. So whatever is still on its way to the attempt (the turn scheduled for
+    /// a connect that returned at once, a timeout) must find it settled and do nothing.
     private final class Attempt: LinkAttempt {
-        var fd: Int32
+        /// The socket while the attempt owns it; -1 once it was closed or handed over.
+        private(set) var fd: Int32
+        /// The timeout, or the turn that reports a connect that finished at once.
         var timer: TimerID?
         var completion: ((Result<Int32, LinkError>) -> Void)?
         weak var loop: EventLoop?
         init(fd: Int32) { self.fd = fd }
 
         func finish(_ result: Result<Int32, LinkError>) {
-            loop?.unwatch(fd)
-            loop?.cancel(timer)
-            let c = completion
+            guard let c = completion else { return }  // cancelled or finished: nothing here is ours
             completion = nil
-            if case .failure = result { close(fd) }
-            c?(result)
+            var failed = false
+            if case .failure = result { failed = true }
+            release(closing: failed)
+            c(result)
         }
 
         func cancel() {
             guard completion != nil else { return }
             completion = nil
-            loop?.unwatch(fd)
+            release(closing: true)
+        }
+
+        /// Stops the timer and the watch, and closes the socket unless it is being handed over.
+        private func release(closing: Bool) {
             loop?.cancel(timer)
-            close(fd)
+            timer = nil
+            guard fd >= 0 else { return }
+            loop?.unwatch(fd)
+            if closing { close(fd) }
+            fd = -1
         }
     }
 
@@ -143,31 +179,33 @@ public final class L2CAPConnector: LinkConnector {
                         _ completion: @escaping (Result<Int32, LinkError>) -> Void) -> LinkAttempt {
         let fd: Int32
         do {
-            fd = try attSocket(adapter: adapter)
+            fd = try transport.open()
         } catch {
+            // Reported on the next turn like every other outcome, and not at all once cancelled.
             let failed = Attempt(fd: -1)
-            loop.schedule(after: .zero) { completion(.failure(error)) }
+            failed.loop = loop
+            failed.completion = completion
+            failed.timer = loop.schedule(after: .zero) { failed.finish(.failure(error)) }
             return failed
         }
         let attempt = Attempt(fd: fd)
         attempt.loop = loop
         attempt.completion = completion
-        var remote = attAddress(address)
-        let rc = withSockaddr(&remote) { Glibc.connect(fd, $0, $1) }
-        if rc == 0 {
-            loop.schedule(after: .zero) { attempt.finish(.success(fd)) }
+        let started = transport.connect(fd, address)
+        if started == 0 {
+            attempt.timer = loop.schedule(after: .zero) { attempt.finish(.success(fd)) }
             return attempt
         }
-        guard errno == EINPROGRESS || errno == EAGAIN else {
-            let e = systemError("connect", "\(address)")
-            loop.schedule(after: .zero) { attempt.finish(.failure(e)) }
+        guard started == EINPROGRESS || started == EAGAIN else {
+            let e = systemError("connect", "\(address)", errno: started)
+            attempt.timer = loop.schedule(after: .zero) { attempt.finish(.failure(e)) }
             return attempt
         }
         do {
             try loop.watch(fd, .writable) { [unowned attempt] _ in
                 var err: Int32 = 0
                 var len = socklen_t(MemoryLayout<Int32>.size)
-                getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len)
+                if getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 { err = errno }
                 if err == 0 {
                     attempt.finish(.success(fd))
                 } else {
@@ -175,7 +213,7 @@ public final class L2CAPConnector: LinkConnector {
                 }
             }
         } catch {
-            loop.schedule(after: .zero) { attempt.finish(.failure(.system(error))) }
+            attempt.timer = loop.schedule(after: .zero) { attempt.finish(.failure(.system(error))) }
             return attempt
         }
         attempt.timer = loop.schedule(after: timeout) { attempt.finish(.failure(.timeout)) }

@@ -150,9 +150,25 @@ public final class HCISocket {
     public var onEvent: ((HCIEvent) -> Void)?
 
     /// `adapter` nil: listen for adapter up/down events on every controller.
-    public init(loop: EventLoop, adapter: Int32?) throws(LinkError) {
+    public convenience init(loop: EventLoop, adapter: Int32?) throws(LinkError) {
+        try self.init(loop: loop, fd: HCISocket.open(adapter: adapter))
+    }
+
+    /// Reads `fd`, a bound raw HCI socket, on the loop, and closes it on `close()`. Tests hand in
+    /// one end of a SOCK_SEQPACKET socketpair instead: one write there is one packet, as here.
+    init(loop: EventLoop, fd: Int32) throws(LinkError) {
         self.loop = loop
-        fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
+        self.fd = fd
+        do {
+            try loop.watch(fd, .readable) { [unowned self] _ in self.readable() }
+        } catch {
+            Glibc.close(fd)
+            throw .adapterUnavailable("\(error)")
+        }
+    }
+
+    private static func open(adapter: Int32?) throws(LinkError) -> Int32 {
+        let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
         guard fd >= 0 else {
             throw .adapterUnavailable(errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : SystemError.reason(errno))
         }
@@ -182,21 +198,29 @@ public final class HCISocket {
             Glibc.close(fd)
             throw .adapterUnavailable("bind HCI: \(message)")
         }
-        do {
-            try loop.watch(fd, .readable) { [unowned self] _ in self.readable() }
-        } catch {
-            Glibc.close(fd)
-            throw .adapterUnavailable("\(error)")
-        }
+        return fd
     }
 
+    /// How many packets one wakeup reads at most. A controller reporting a crowd of advertisers
+    /// (or a flood) would otherwise keep the loop in this handler while the links, the broker and
+    /// the timers wait. The descriptor is level-triggered: what is left wakes the next turn, after
+    /// everything else that was ready in this one.
+    static let packetsPerWakeup = 16
+
+    /// False once closed: the number may then be someone else's descriptor.
+    public private(set) var isOpen = true
+
     public func close() {
+        guard isOpen else { return }
+        isOpen = false
         loop.unwatch(fd)
         Glibc.close(fd)
     }
 
     private func readable() {
-        while true {
+        for _ in 0..<HCISocket.packetsPerWakeup {
+            // An earlier packet's handler may have closed this socket (an adapter going down).
+            guard isOpen else { return }
             let read = try? Syscall.call("read") { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
             guard case .done(let n)? = read, n > 0 else { return }
             let event = buffer.withUnsafeBytes { parseHCIEvent(RawSpan(_unsafeBytes: UnsafeRawBufferPointer(rebasing: $0[0..<n]))) }
@@ -208,6 +232,7 @@ public final class HCISocket {
 
     /// Sends a command; its completion arrives as an event.
     public func command(ogf: UInt16, ocf: UInt16, _ parameters: [UInt8]) {
+        guard isOpen else { return }
         var p = parameters
         _ = p.withUnsafeMutableBytes { hci_send_cmd(fd, ogf, ocf, UInt8(parameters.count), $0.baseAddress) }
     }

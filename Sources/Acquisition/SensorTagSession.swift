@@ -125,7 +125,12 @@ public final class SensorTagSession {
     /// Lower bound of the silence window, for short periods over slow links.
     public var minimumSilence: Duration = .seconds(3)
     private var watchdog: TimerID?
+    /// When a set-up sensor last delivered a value (the silence watchdog's clock).
     private var lastNotification: Instant
+    /// Sensors whose setup succeeded, notifying or not.
+    private var setUpCount = 0
+    /// Notifications on handles no sensor was set up on (counted, otherwise ignored).
+    public private(set) var unknownHandles: UInt64 = 0
 
     public init(tag: TagConfiguration, bearer: ATTBearer, loop: EventLoop, cache: HandleCache,
                 sink: ReadingSink, counters: [SensorCounters]? = nil) {
@@ -322,8 +327,26 @@ public final class SensorTagSession {
 
         runSteps(steps, 0, sensor: wanted.sensor) { [weak self] ok in
             guard let self else { return }
-            if ok && profile.notifies { self.active.append(sensor) }
-            self.setUp(index + 1)
+            guard ok else { return self.setUp(index + 1) }
+            self.setUpCount += 1
+            guard profile.notifies else { return self.setUp(index + 1) }
+            self.active.append(sensor)
+            // A report-on-change value (battery level, keys) is notified only when it changes: read
+            // it once, or nothing is published for hours after a connect.
+            guard profile.periodLimits == nil, data.properties.contains(.read) else { return self.setUp(index + 1) }
+            self.log(.debug, "\(wanted.sensor): read current value")
+            self.client.read(data.valueHandle) { [weak self] result in
+                guard let self, !self.ended else { return }
+                switch result {
+                case .success(let bytes):
+                    bytes.withUnsafeBytes { raw in self.deliver(data.valueHandle, RawSpan(_unsafeBytes: raw)) }
+                case .failure(let e) where e == .att(.timeout) || e == .att(.disconnected):
+                    return self.fail("\(wanted.sensor): read current value", e)
+                case .failure(let e):
+                    self.log(.warning, "\(wanted.sensor): current value unreadable: \(e); waiting for its first notification")
+                }
+                self.setUp(index + 1)
+            }
         }
     }
 
@@ -348,6 +371,11 @@ public final class SensorTagSession {
 
     private func ready() {
         guard !ended else { return }
+        // Streaming nothing is not streaming: the tag is set up again from scratch after a
+        // backoff, and counted, rather than shown online forever with no readings.
+        guard setUpCount > 0 else {
+            return end(.setupFailed("none of the \(tag.sensors.count) configured sensors could be set up"), closeBearer: true)
+        }
         isReady = true
         lastNotification = loop.now
         armWatchdog()
@@ -359,14 +387,22 @@ public final class SensorTagSession {
     /// The hot path: find the sensor by handle (a scan over at most a dozen entries), skip the
     /// firmware's all-zero placeholder after enabling, decode in place, give the reading to the tag's sink.
     private func notification(_ handle: UInt16, _ value: borrowing RawSpan) {
-        lastNotification = loop.now
+        deliver(handle, value)
+    }
+
+    /// A value of a set-up sensor, notified or read. Only these prove the link alive (a bad value
+    /// too: the tag is there, and its decode errors are counted), so a peer notifying handles
+    /// nothing was set up on is dropped by the silence watchdog like a quiet one.
+    private func deliver(_ handle: UInt16, _ value: borrowing RawSpan) {
+        let now = loop.now
         var i = 0
         while i < active.count && active[i].dataHandle != handle { i += 1 }
-        guard i < active.count else { return }
+        guard i < active.count else { unknownHandles &+= 1; return }
+        lastNotification = now
         let index = active[i].index
-        guard active[i].pace(lastNotification, limit: tag.floodLimit) else {
+        guard active[i].pace(now, limit: tag.floodLimit) else {
             counters[index].rateLimited += 1
-            if let more = active[i].floodLog.admit(at: lastNotification) {
+            if let more = active[i].floodLog.admit(at: now) {
                 log(.warning, "\(tag.sensors[index].sensor): notifying more than \(tag.floodLimit) times as often as its period of "
                     + "\(active[i].periodMilliseconds) ms; the excess is dropped (flood_limit)" + more)
             }
@@ -382,31 +418,33 @@ public final class SensorTagSession {
         do {
             let reading = try active[i].profile.decode(value, settings: active[i].settings)
             counters[index].notifications += 1
-            counters[index].lastSeen = lastNotification
+            counters[index].lastSeen = now
             sink.take(reading, sensor: index)
         } catch {
             counters[index].decodeErrors += 1
             // A tag sending garbage must not flood the journal (or allocate a log line per
             // notification).
-            guard let more = active[i].errorLog.admit(at: lastNotification) else { return }
+            guard let more = active[i].errorLog.admit(at: now) else { return }
             delegate?.session(self, log: .warning, "\(tag.sensors[index].sensor): \(error)" + more)
         }
     }
 
-    private var silenceWindow: Duration {
-        let longest = active.map(\.periodMilliseconds).max() ?? 1000
+    /// Four times the longest period of the sensors that report periodically. Report-on-change
+    /// sensors (keys, battery) may stay quiet for hours: a tag with only those has no silence
+    /// watchdog, and the controller's supervision timeout tells when its link is gone.
+    private var silenceWindow: Duration? {
+        guard let longest = active.filter({ $0.profile.periodLimits != nil }).map(\.periodMilliseconds).max() else { return nil }
         return max(minimumSilence, .milliseconds(longest * silencePeriods))
     }
 
     private func armWatchdog() {
-        guard !active.isEmpty else { return }
+        guard let silenceWindow else { return }
         loop.cancel(watchdog)
         watchdog = loop.schedule(at: lastNotification + silenceWindow) { [weak self] in self?.checkSilence() }
     }
 
     private func checkSilence() {
-        guard !ended else { return }
-        let window = silenceWindow
+        guard !ended, let window = silenceWindow else { return }
         if loop.now - lastNotification >= window {
             log(.warning, "no notification for \((loop.now - lastNotification).milliseconds) ms; dropping the link")
             end(.silent(loop.now - lastNotification), closeBearer: true)

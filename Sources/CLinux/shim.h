@@ -1,5 +1,6 @@
-/* Linux interfaces Glibc's Swift module does not cover: epoll, signalfd. */
+/* Linux interfaces Glibc's Swift module does not cover: epoll, signalfd, adjtimex. */
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <signal.h>
+#include <sys/timex.h>

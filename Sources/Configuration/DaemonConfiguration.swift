@@ -23,8 +23,30 @@ public struct DaemonConfiguration: Sendable, Equatable {
 
     public init() {}
 
-    /// "collectord-" + the host name.
-    public static var defaultClientID: String { "collectord-" + (hostName() ?? "localhost") }
+    /// "collectord-<host name>-<6 hex digits of this machine's /etc/machine-id>". The host name
+    /// alone collides: two Pis left at "raspberrypi" took each other's MQTT session over every
+    /// second, and every Home Assistant entity flapped with the retained status.
+    public static var defaultClientID: String {
+        let machineID = try? SystemFile.read("/etc/machine-id", limit: 4096).get()
+        return defaultClientID(hostName: hostName(), machineID: machineID.map { String(decoding: $0.prefix { $0 != 0x0A }, as: UTF8.self) })
+    }
+
+    /// The rule above, given the parts. The machine id itself stays private: only 24 bits of a
+    /// hash of it (FNV-1a, with an application-specific salt, as systemd asks of ids derived
+    /// from it) are used; without a machine id the host name stands alone, as before.
+    public static func defaultClientID(hostName: String?, machineID: String?) -> String {
+        let host = hostName.map { String($0.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || $0 == "-" || $0 == ".") }.map(Character.init)) }
+        var id = "collectord-" + ((host?.isEmpty ?? true) ? "localhost" : host!)
+        if let machineID, !machineID.isEmpty {
+            var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+            for byte in ("collectord-client-id:" + machineID).utf8 {
+                hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+            }
+            let digits = String(hash & 0xFF_FFFF, radix: 16)
+            id += "-" + String(repeating: "0", count: 6 - digits.count) + digits
+        }
+        return id
+    }
 
     // MARK: MQTT
 

@@ -8,12 +8,15 @@ import Model
 enum SystemFile {
     /// The whole file, or why it cannot be read ("No such file or directory", "is a directory").
     static func read(_ path: String, limit: Int = 1 << 20) -> Result<[UInt8], FileProblem> {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO for reading would wait for a writer (check-config hung on a
+        // FIFO given as password_file); only regular files are read.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return .failure(.os(SystemError("open", path: path))) }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { return .failure(.os(SystemError("fstat", path: path))) }
         if st.st_mode & S_IFMT == S_IFDIR { return .failure(.isDirectory) }
+        if st.st_mode & S_IFMT != S_IFREG { return .failure(.notRegular) }
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16384)
         while true {
@@ -33,12 +36,13 @@ enum SystemFile {
 
     /// nil when `path` is a file this process can open for reading.
     static func readableProblem(_ path: String) -> FileProblem? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)  // a FIFO must not wait for a writer
         guard fd >= 0 else { return .os(SystemError("open", path: path)) }
         defer { close(fd) }
         var st = stat()
         guard fstat(fd, &st) == 0 else { return .os(SystemError("fstat", path: path)) }
         if st.st_mode & S_IFMT == S_IFDIR { return .isDirectory }
+        if st.st_mode & S_IFMT != S_IFREG { return .notRegular }
         return nil
     }
 
@@ -54,12 +58,14 @@ enum FileProblem: Error, Equatable, CustomStringConvertible {
     /// A system call failed; the message is its reason alone (the caller names the file).
     case os(SystemError)
     case isDirectory
+    case notRegular
     case tooLarge(Int)
 
     var description: String {
         switch self {
         case .os(let error): return error.reason
         case .isDirectory: return "is a directory"
+        case .notRegular: return "is not a regular file (a FIFO, socket or device)"
         case .tooLarge(let limit): return "larger than \(limit / 1024) KiB"
         }
     }

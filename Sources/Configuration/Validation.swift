@@ -221,19 +221,9 @@ struct Validator {
         return (resolved, line)
     }
 
-    /// Why `topic` cannot start MQTT topics, or nil.
-    func topicProblem(_ topic: String) -> String? {
-        if topic.isEmpty { return "must not be empty" }
-        if topic.contains("+") || topic.contains("#") { return "must not contain the MQTT wildcards '+' and '#'" }
-        if topic.hasPrefix("/") || topic.hasSuffix("/") { return "must not start or end with '/'" }
-        if topic.hasPrefix("$") { return "must not start with '$' (reserved for the broker)" }
-        if topic.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) { return "must not contain control characters" }
-        return nil
-    }
-
     mutating func topic(_ table: TOMLTable, _ key: String, _ scope: Scope, default d: String) -> String {
         guard let (s, line) = string(table, key, scope) else { return d }
-        if let problem = topicProblem(s) {
+        if let problem = TopicNames.prefixProblem(s) {
             report(line, scope.context, "\(scope.prefix)\(key) \(problem) (got \(quoted(s)))")
             return d
         }
@@ -309,10 +299,9 @@ struct Validator {
         }
 
         if let (id, line) = string(t, "client_id", scope) {
-            if id.isEmpty {
-                report(line, scope.context, "client_id must not be empty")
-            } else if id.utf8.count > 65535 {
-                report(line, scope.context, "client_id must be at most 65535 bytes long")
+            // It is also a level of the daemon's own topics (<prefix>/<client_id>/status).
+            if let problem = TopicNames.levelProblem(id) {
+                report(line, scope.context, "client_id \(problem) (got \(quoted(id)))")
             } else {
                 m.clientID = id
             }

@@ -93,9 +93,9 @@ public struct ReadingEncoder: Sendable {
         prefix = p
     }
 
-    /// Everything but the fields: prefix, sensor name (≤ 13), `","time":"`, the time, `","seq":`,
-    /// 20 digits, `,"fields":{`, `}}`, with room to spare.
-    private var fixedBound: Int { prefix.count + 128 }
+    /// Everything but the fields: prefix, sensor name (≤ 13), `","time":"`, the time,
+    /// `","time_synced":false`, `","seq":`, 20 digits, `,"fields":{`, `}}`, with room to spare.
+    private var fixedBound: Int { prefix.count + 160 }
 
     /// One field: `"name":{"value":` + number (`numberBound`) or bit list (≤ 87) +
     /// `,"unit":"unit"}` + separator.
@@ -128,9 +128,10 @@ public struct ReadingEncoder: Sendable {
     public func makeBuffer() -> PayloadBuffer { PayloadBuffer(capacity: recommendedCapacity) }
 
     /// Replaces `buffer`'s contents with the payload of `reading` and returns its length.
-    /// `sequence` is the caller's per-sensor counter; `time` is when the notification arrived.
+    /// `sequence` is the caller's per-sensor counter; `time` is when the notification arrived;
+    /// `timeSynced` false (the wall clock not set by NTP yet) adds `"time_synced":false`.
     @discardableResult
-    public func encode(_ reading: Reading, sequence: UInt64, time: Timestamp,
+    public func encode(_ reading: Reading, sequence: UInt64, time: Timestamp, timeSynced: Bool = true,
                        into buffer: inout PayloadBuffer) throws(PayloadTooLarge) -> Int {
         let needed = requiredCapacity(for: reading)
         guard needed <= buffer.capacity else { throw PayloadTooLarge(needed: needed, capacity: buffer.capacity) }
@@ -139,7 +140,7 @@ public struct ReadingEncoder: Sendable {
             w.escaped(reading.sensor.jsonName)
             w.raw(#"","time":""#)
             time.write(to: &w)
-            w.raw(#"","seq":"#)
+            w.raw(timeSynced ? #"","seq":"# : #"","time_synced":false,"seq":"#)
             w.integer(sequence)
             w.raw(#","fields":"#)
             ReadingEncoder.writeFields(of: reading, to: &w)

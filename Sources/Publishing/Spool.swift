@@ -210,6 +210,7 @@ public final class Spool {
         dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard dirFD >= 0 else { throw SpoolError(.openDirectory, SystemError("opendir"), path: directory) }
         lockFD = openat(dirFD, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o640)
+        Ownership.inherit(lockFD, fromDirectory: dirFD)
         guard lockFD >= 0 else { throw SpoolError(.open, SystemError("open"), path: path("lock")) }
         // A holder that is going away (the previous daemon exiting, or a child between fork and
         // exec that still shares the lock's open file description) lets go within moments: retry

@@ -38,6 +38,7 @@ extension Spool {
         let name = segments[segments.count - 1].name
         if writeFD >= 0 { Glibc.close(writeFD); writeFD = -1 }
         let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640) }
+        Ownership.inherit(fd, fromDirectory: dirFD)
         guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
         writeFD = fd
     }
@@ -58,6 +59,7 @@ extension Spool {
     /// the directory.
     func writeCursor() throws(SpoolError) {
         let fd = openat(dirFD, "cursor.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
+        Ownership.inherit(fd, fromDirectory: dirFD)
         guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path("cursor.tmp")) }
         let head = headSequence, dropped = dropped
         let ok = withUnsafeTemporaryAllocation(byteCount: SpoolCursor.size, alignment: 8) { b -> Int32 in
@@ -94,7 +96,9 @@ extension Spool {
         while end <= bytes.count {
             if end == bytes.count || bytes[end] == UInt8(ascii: "/") {
                 let prefix = String(decoding: bytes[0..<end], as: UTF8.self)
-                if mkdir(prefix, 0o750) != 0 {
+                if mkdir(prefix, 0o750) == 0 {
+                    Ownership.inherit(path: prefix)
+                } else {
                     let e = errno
                     if e == EEXIST {
                         if stat(prefix, &st) != 0 || st.st_mode & S_IFMT != S_IFDIR {

@@ -78,6 +78,7 @@ extension Spool {
             let name = max(cursorHead, previous.map { $0 + 1 } ?? 0)
             let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640) }
             guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
+            Ownership.inherit(fd, fromDirectory: dirFD)
             Glibc.close(fd)
             dirDirty = true
             kept.append((name, SegmentScan()))
@@ -261,6 +262,7 @@ extension Spool {
             openat(dirFD, $0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
         }
         guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: tmpName) }
+        Ownership.inherit(fd, fromDirectory: dirFD)
         var failure: (SpoolError.Operation, SystemError)? = nil
         rewritten.withUnsafeBytes { r in
             var done = 0

@@ -73,6 +73,7 @@ extension Spool {
             openat(dirFD, $0, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o640)
         }
         guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
+        Ownership.inherit(fd, fromDirectory: dirFD)
         let old = segments[segments.count - 1].name
         if writeDirty {
             if unsyncedFD >= 0 {

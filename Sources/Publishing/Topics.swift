@@ -8,20 +8,17 @@
 //
 // The prefix may span several levels ("home/collectord"); tag and client names are one level each.
 
+import Model
 import Profiles
 
 /// Why a name cannot be used in a topic.
 public enum TopicError: Error, Sendable, Equatable, CustomStringConvertible {
-    case empty(what: String)
-    case invalidCharacter(what: String, name: String, character: String)
-    case tooLong(what: String, bytes: Int)
+    case invalid(what: String, name: String, problem: String)
 
     public var description: String {
         switch self {
-        case .empty(let what): return "\(what) must not be empty"
-        case .invalidCharacter(let what, let name, let c):
-            return "\(what) \"\(name)\" contains \(c), which MQTT topics do not allow there"
-        case .tooLong(let what, let bytes): return "\(what) is \(bytes) bytes; MQTT topics hold at most 65535"
+        case .invalid(let what, let name, let problem):
+            return "\(what) \"\(name.unicodeScalars.map { $0.escaped(asASCII: false) }.joined())\" \(problem)"
         }
     }
 }
@@ -53,28 +50,13 @@ public struct Topics: Sendable, Hashable {
     /// `<prefix>/<client>/stats`
     public var stats: String { "\(prefix)/\(client)/stats" }
 
-    /// Checks that `name` can be one topic level: not empty, no `/`, `+`, `#` or NUL. The minimum
-    /// MQTT itself asks; the configuration holds tag names to a narrower rule of its own
-    /// (`Schema.tagNameHelp` in Configuration), so a configured name always passes here.
+    /// Checks that `name` can be one topic level, by the rule the configuration applies too
+    /// (`TopicNames` in Model).
     public static func validateLevel(_ name: String, what: String = "tag name") throws(TopicError) {
-        if name.isEmpty { throw .empty(what: what) }
-        for scalar in name.unicodeScalars {
-            switch scalar {
-            case "/", "+", "#", "\u{0}":
-                throw .invalidCharacter(what: what, name: name, character: "\"\(scalar.escaped(asASCII: true))\"")
-            default: continue
-            }
-        }
-        if name.utf8.count > 65535 { throw .tooLong(what: what, bytes: name.utf8.count) }
+        if let problem = TopicNames.levelProblem(name) { throw .invalid(what: what, name: name, problem: problem) }
     }
 
     static func validatePrefix(_ prefix: String) throws(TopicError) {
-        if prefix.isEmpty { throw .empty(what: "topic prefix") }
-        for level in prefix.split(separator: "/", omittingEmptySubsequences: false) {
-            if level.isEmpty {
-                throw .invalidCharacter(what: "topic prefix", name: prefix, character: "an empty level")
-            }
-            try validateLevel(String(level), what: "topic prefix")
-        }
+        if let problem = TopicNames.prefixProblem(prefix) { throw .invalid(what: "topic prefix", name: prefix, problem: problem) }
     }
 }

@@ -106,7 +106,15 @@ public final class EventLoop {
         let registration = Registration(generation: lastGeneration, handler: handler)
         var ev = epoll_event(events: interest.rawValue | EPOLLRDHUP.rawValue, data: registration.data(fd))
         let op = registrations[fd] == nil ? EPOLL_CTL_ADD : EPOLL_CTL_MOD
-        guard epoll_ctl(epfd, op, fd, &ev) == 0 else { throw SystemError("epoll_ctl") }
+        do throws(SystemError) {
+            _ = try Syscall.blocking("epoll_ctl") { epoll_ctl(epfd, op, fd, &ev) }
+        } catch where op == EPOLL_CTL_MOD && error.errno == ENOENT {
+            // The earlier registration's descriptor was closed without `unwatch` (libmosquitto
+            // closes its socket before the publisher hears of it), which took it out of the epoll
+            // set: this is a new descriptor under the old number, and it is added. Its new
+            // generation keeps what was fetched for the old one from reaching it.
+            _ = try Syscall.blocking("epoll_ctl") { epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) }
+        }
         registrations[fd] = registration
     }
 

@@ -25,6 +25,13 @@ public final class Publication: MQTTPublisherDelegate {
     private var sequenceLog = LogThrottle()
     /// Where the sequence numbers go on from across restarts.
     fileprivate let sequences: SequenceStore
+    /// Whether the wall clock is set (NTP): readings made before say `"time_synced":false`.
+    public private(set) var clockSynced = true
+    private let clockState: () -> Bool?
+    private var clockTimer: TimerID?
+    /// Removed tags' retained topics still to be emptied on the broker.
+    private let withdrawals: Withdrawals
+    private var withdrawalLog = LogThrottle()
     private let log: (LogLevel, () -> String) -> Void
 
     /// One tag as the publication knows it, and the sink its readings arrive at: from the session
@@ -63,7 +70,7 @@ public final class Publication: MQTTPublisherDelegate {
             if readings.sequences[sensor] >= reserved[sensor] { p.reserveSequences() }
             let topic: String
             do {
-                topic = try readings.encode(reading, index: sensor, time: .now(), into: &p.buffer)
+                topic = try readings.encode(reading, index: sensor, time: .now(), timeSynced: p.clockSynced, into: &p.buffer)
             } catch {
                 p.rejected += 1
                 p.logRejected(config.name, config.sensors[sensor].sensor, error)
@@ -83,10 +90,14 @@ public final class Publication: MQTTPublisherDelegate {
     /// `log` takes the publication's log lines (spool errors, libmosquitto's messages), built only
     /// if wanted;
     /// `softwareVersion` is announced in Home Assistant's device registry.
+    /// `clock` tells whether the wall clock is synchronised (`ClockSync.state()`; tests give
+    /// their own).
     public init(configuration c: DaemonConfiguration, loop: EventLoop, softwareVersion: String,
+                clock: @escaping () -> Bool? = { ClockSync.state() },
                 log: @escaping (LogLevel, () -> String) -> Void) throws {
         self.log = log
         self.loop = loop
+        clockState = clock
         topics = try Topics(prefix: c.mqtt.topicPrefix, client: c.mqtt.clientID)
         publisher = try MQTTPublisher(configuration: Publication.publisherConfiguration(c), loop: loop)
         let spool = try Spool(directory: c.spool.path, maxBytes: c.spool.maxBytes,
@@ -94,6 +105,7 @@ public final class Publication: MQTTPublisherDelegate {
         outbox = Outbox(publisher: publisher, spool: spool, qos: Int32(c.mqtt.qos.rawValue), retain: c.mqtt.retain, loop: loop)
         outbox.onSpoolError = { message in log(.error) { "spool: \(message)" } }
         sequences = SequenceStore(directory: c.spool.path)
+        withdrawals = Withdrawals(directory: c.spool.path)
         if sequences.lastStopWasClean == false {
             log(.notice) { "sequence numbers: the last stop was not clean; they go on from the block reserved then (a jump of less than \(SequenceStore.reserve))" }
         }
@@ -102,6 +114,11 @@ public final class Publication: MQTTPublisherDelegate {
             ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: softwareVersion)
             : nil
         publisher.delegate = self
+        checkClock(initially: true)
+        withdrawals.onError = { [weak self] error in
+            guard let self, let more = self.withdrawalLog.admit(at: loop.now) else { return }
+            log(.warning) { "discovery: cannot keep the list of withdrawals owed to the broker: \(error)" + more }
+        }
     }
 
     public static func publisherConfiguration(_ c: DaemonConfiguration) -> MQTTPublisherConfiguration {
@@ -133,14 +150,33 @@ public final class Publication: MQTTPublisherDelegate {
         return t
     }
 
-    /// A removed tag: offline, and its discovery entries withdrawn.
+    /// A removed tag: its availability and discovery entries withdrawn from the broker, now or,
+    /// if it is away, at the next connection (`Withdrawals`, kept across restarts).
     public func remove(_ name: String) {
         guard let t = tags.removeValue(forKey: name) else { return }
         sequences.remember(name, t.config.sensors.map(\.sensor), t.readings.sequences)
-        publishRetained(t.availabilityTopic, ControlPayloads.offline)
+        publishRetained(t.availabilityTopic, ControlPayloads.offline)  // seen at once by whoever watches it
+        var owed = [t.availabilityTopic]
         if let discovery {
-            for m in discovery.removals(for: device(t), sensors: t.config.sensors.map(\.sensor)) {
-                publishRetained(m.topic, m.payload)
+            owed += discovery.removals(for: device(t), sensors: t.config.sensors.map(\.sensor)).map(\.topic)
+        }
+        withdraw(owed)
+    }
+
+    /// Owes the broker empty retained messages on `topics` and sends what it can now.
+    public func withdraw(_ topics: [String]) {
+        withdrawals.add(topics)
+        sendWithdrawals()
+    }
+
+    /// What this publication still owes the broker (for the one that replaces it).
+    public var owedWithdrawals: [String] { withdrawals.topics }
+
+    private func sendWithdrawals() {
+        guard publisher.isConnected else { return }
+        for topic in withdrawals.unsent {
+            if case .handedOff(let mid) = publisher.publish(topic: topic, payload: [], qos: 1, retain: true) {
+                withdrawals.published(topic, mid: mid)
             }
         }
     }
@@ -209,12 +245,34 @@ public final class Publication: MQTTPublisherDelegate {
     private func announce(_ t: Tag) {
         guard let discovery, let model = t.model, publisher.isConnected else { return }
         let sensors = t.config.sensors.map(\.sensor).filter { SensorProfile.lookup(model, $0) != nil }
-        for m in discovery.configs(for: device(t), sensors: sensors) { publishRetained(m.topic, m.payload) }
+        let configs = discovery.configs(for: device(t), sensors: sensors)
+        withdrawals.cancel(configs.map(\.topic))
+        for m in configs { publishRetained(m.topic, m.payload) }
     }
 
     private func publishState(of t: Tag) {
+        withdrawals.cancel([t.availabilityTopic])
         publishRetained(t.availabilityTopic, t.online ? ControlPayloads.online : ControlPayloads.offline)
         announce(t)
+    }
+
+    // MARK: The wall clock
+
+    /// Every 10 s while the clock is not synchronised, every 5 minutes once it is: a cheap look
+    /// at a file (or adjtimex), never per reading.
+    private func checkClock(initially: Bool = false) {
+        let synced = clockState() ?? true
+        if synced != clockSynced || (initially && !synced) {
+            clockSynced = synced
+            if synced {
+                log(.notice) { "clock: the system clock is synchronised; readings carry trusted times again" }
+                publishEvent("clock_synchronized", tag: nil, detail: nil)
+            } else {
+                log(.warning) { "clock: the system clock is not synchronised (no NTP yet: a Pi has no clock of its own); "
+                    + "readings carry \"time_synced\":false until it is" }
+            }
+        }
+        clockTimer = loop.schedule(after: .seconds(synced ? 300 : 10)) { [weak self] in self?.checkClock() }
     }
 
     // MARK: Events and statistics
@@ -241,8 +299,12 @@ public final class Publication: MQTTPublisherDelegate {
     public func publisher(_ publisher: MQTTPublisher, didReport event: MQTTConnectionEvent) {
         switch event {
         case .connected:
+            // Withdrawals first: a tag that is back under the same topics cancels its own.
+            for t in tags.values { withdrawals.cancel([t.availabilityTopic]) }
+            sendWithdrawals()
             for t in tags.values { publishState(of: t) }
         case .connectionLost, .disconnected:
+            withdrawals.connectionLost()
             outbox.connectionLost()
         default:
             break
@@ -251,7 +313,7 @@ public final class Publication: MQTTPublisherDelegate {
     }
 
     public func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) {
-        outbox.delivered(mid)
+        if !withdrawals.acknowledged(mid) { outbox.delivered(mid) }
     }
 
     public func publisherIsReady(_ publisher: MQTTPublisher) { outbox.drain() }
@@ -262,6 +324,7 @@ public final class Publication: MQTTPublisherDelegate {
 
     /// Clean stop: every tag offline, then the publisher's own `offline` and disconnect.
     public func stop(_ done: @escaping () -> Void) {
+        loop.cancel(clockTimer)
         for t in tags.values where t.online { setOnline(t.config.name, false) }
         saveSequences()
         // What the broker has not acknowledged yet is in libmosquitto's memory only: to the spool

@@ -50,42 +50,18 @@ final class SequenceStore {
         for (key, value) in values { next[key] = value }
         var text = "collectord-sequences 1 \(clean ? "clean" : "running")\n"
         for (key, value) in next.sorted(by: { $0.key < $1.key }) { text += "\(key) \(value)\n" }
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw SystemError("open", path: temporary) }
-        var failure: SystemError?
-        var bytes = text
-        bytes.withUTF8 { b in
-            var done = 0
-            while done < b.count {
-                do throws(SystemError) {
-                    let n = try Syscall.blocking("write", path: temporary) { Glibc.write(fd, b.baseAddress! + done, b.count - done) }
-                    guard n > 0 else { failure = SystemError("write", errno: EIO, path: temporary); return }
-                    done += n
-                } catch {
-                    failure = error
-                    return
-                }
-            }
-        }
-        if failure == nil && fsync(fd) != 0 { failure = SystemError("fsync", path: temporary) }
-        close(fd)
-        if let failure { unlink(temporary); throw failure }
-        guard rename(temporary, path) == 0 else { throw SystemError("rename", path: path) }
+        try StateFile.replace(path, with: text)
     }
 
     private func load() {
-        guard let f = fopen(path, "r") else { return }
-        defer { fclose(f) }
-        var line = [CChar](repeating: 0, count: 4096)
-        guard fgets(&line, Int32(line.count), f) != nil else { return }
-        let header = line.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.split(separator: " ")
+        guard let lines = StateFile.lines(path), let first = lines.first else { return }
+        let header = first.split(separator: " ")
         guard header.count == 3, header[0] == "collectord-sequences", header[1] == "1" else { return }
-        let state = header[2].hasPrefix("clean") ? true : header[2].hasPrefix("running") ? false : nil
+        let state = header[2] == "clean" ? true : header[2] == "running" ? false : nil
         guard let state else { return }
         var values: [String: UInt64] = [:]
-        while fgets(&line, Int32(line.count), f) != nil {
-            let parts = line.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        for line in lines.dropFirst() {
+            let parts = line.split(separator: " ")
             guard parts.count == 3, let value = UInt64(parts[2]) else { continue }
             values["\(parts[0]) \(parts[1])"] = value
         }

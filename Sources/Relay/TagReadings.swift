@@ -33,11 +33,11 @@ public struct TagReadings: Sendable {
     /// sensor's next sequence number, and returns the sensor's topic. The sequence number is used
     /// up even when the reading does not fit, so a gap in the numbers shows the loss. Does not
     /// allocate.
-    public mutating func encode(_ reading: Reading, index: Int, time: Timestamp,
+    public mutating func encode(_ reading: Reading, index: Int, time: Timestamp, timeSynced: Bool = true,
                                 into buffer: inout PayloadBuffer) throws(PayloadTooLarge) -> String {
         let sequence = sequences[index]
         sequences[index] &+= 1
-        try encoder.encode(reading, sequence: sequence, time: time, into: &buffer)
+        try encoder.encode(reading, sequence: sequence, time: time, timeSynced: timeSynced, into: &buffer)
         return topics[index]
     }
 }

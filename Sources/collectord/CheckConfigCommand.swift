@@ -22,6 +22,7 @@ struct CheckConfig: Command {
         switch DaemonConfiguration.load(path: config) {
         case .success(let c):
             print("\(config): configuration is valid")
+            for w in c.warnings { writeStderr("\(config): warning: \(w)\n") }
             print(c.summary())
         case .failure(let errors):
             writeStderr(errors.description + "\n")

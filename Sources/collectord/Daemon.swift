@@ -21,6 +21,10 @@ final class Daemon: TagSupervisorDelegate {
     private let started: Instant
     private var statsTimer: TimerID?
     private var stopping = false
+    /// Set while the publication is being replaced (a reload changed `[mqtt]`, `[spool]` or
+    /// `[homeassistant]`): the settings the next one starts with. A further reload meanwhile
+    /// only updates them, so there is never more than one publication or one spool lock.
+    private var replacement: DaemonConfiguration?
     private(set) var exitStatus: Int32 = 0
 
     /// In-process emulated tags, one per configured tag, when run with `--emulated-tags`.
@@ -81,6 +85,7 @@ final class Daemon: TagSupervisorDelegate {
             Log.info("memory: released \(r.residentBefore) kB of start-up code pages in \(r.mappings) mappings"
                 + (r.failures > 0 ? " (\(r.failures) refused)" : ""))
         }
+        for w in config.warnings { Log.warning(w) }
         notifier.notify("READY=1\nSTATUS=\(config.tags.count) tags configured")
         notifier.startWatchdog(on: loop)
         Log.notice("collectord \(CollectordVersion.string) running: \(config.tags.count) tags, adapter \(config.adapter), brokers \(config.mqtt.brokers.map(\.description).joined(separator: ", "))")
@@ -121,13 +126,9 @@ final class Daemon: TagSupervisorDelegate {
             return
         }
         Log.threshold = new.logLevel
+        for w in new.warnings { Log.warning("reload: \(w)") }
         if diff.adapterChanged || diff.reconnectChanged {
             Log.warning("reload: adapter and reconnect settings take effect at the next restart")
-        }
-        if diff.mqttChanged || diff.spoolChanged || diff.homeAssistantChanged {
-            Log.notice("reload: MQTT settings changed; reconnecting")
-            // The new publication takes over once the old one has said goodbye and closed its spool.
-            publication.stop { [weak self] in self?.replacePublication(new) }
         }
         for name in diff.removed.map(\.name) {
             Log.notice("reload: tag \(name) removed")
@@ -147,6 +148,18 @@ final class Daemon: TagSupervisorDelegate {
             emulation?.place(tag)
             fleet.add(tag, sink: publication.add(tag))
         }
+        // After the tags: the current publication withdraws removed tags' discovery from the
+        // broker that holds it (or owes it; the next publication inherits what is owed).
+        if replacement != nil {
+            replacement = new
+            Log.notice("reload: MQTT settings changed again; the connection being replaced starts with these")
+        } else if diff.mqttChanged || diff.spoolChanged || diff.homeAssistantChanged {
+            Log.notice("reload: MQTT settings changed; reconnecting")
+            replacement = new
+            // The new publication takes over once the old one has said goodbye and closed its spool.
+            let old = publication
+            old.stop { [weak self] in self?.replacePublication(inheriting: old.owedWithdrawals) }
+        }
         config = new
         scheduleStats()
         Log.notice("reload: \(path) applied (\(diff.added.count) added, \(diff.removed.count) removed, \(diff.changed.count) changed)")
@@ -158,9 +171,12 @@ final class Daemon: TagSupervisorDelegate {
 
     /// The old publication has closed its spool: the new one takes every tag's readings, and
     /// the links stay up.
-    private func replacePublication(_ c: DaemonConfiguration) {
+    private func replacePublication(inheriting owed: [String]) {
+        guard let c = replacement, !stopping else { return }
+        replacement = nil
         do {
             let p = try Daemon.publication(c, loop: loop)
+            p.withdraw(owed)
             p.onEvent = { [weak self] event in self?.mqttEvent(event) }
             for tag in c.tags {
                 fleet.route(tag.name, to: p.add(tag))

@@ -17,8 +17,33 @@ enum Log {
 
     static func write(_ level: LogLevel, _ message: () -> String) {
         guard level <= threshold else { return }
-        var line = "<\(level.rawValue)>" + message()
+        var line = "<\(level.rawValue)>" + escaped(message())
         line.append("\n")
         line.withUTF8 { buf in _ = Glibc.write(2, buf.baseAddress, buf.count) }
+    }
+
+    /// One message is one line: control characters (C0, DEL, C1) are written as `\n`, `\t`, `\r`
+    /// or `\u{…}`, and a backslash as `\\`, so that no string a device sends (a firmware
+    /// revision may hold 512 bytes, newlines included) can start a line of its own, which
+    /// journald would read as a message of the priority its `<N>` claims, or rewrite the terminal.
+    static func escaped(_ message: String) -> String {
+        guard message.unicodeScalars.contains(where: needsEscape) else { return message }
+        var out = ""
+        out.reserveCapacity(message.utf8.count + 16)
+        for u in message.unicodeScalars {
+            guard needsEscape(u) else { out.unicodeScalars.append(u); continue }
+            switch u {
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            case "\\": out += "\\\\"
+            default: out += "\\u{" + String(u.value, radix: 16) + "}"
+            }
+        }
+        return out
+    }
+
+    private static func needsEscape(_ u: Unicode.Scalar) -> Bool {
+        u.value < 0x20 || (0x7F...0x9F).contains(u.value) || u == "\\" || u == "\u{2028}" || u == "\u{2029}"
     }
 }

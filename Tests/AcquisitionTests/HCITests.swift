@@ -92,3 +92,67 @@ import Testing
         if hci >= 0 { close(hci) } else { #expect(fleet.adapterAttempts >= 6) }
     }
 }
+
+@Suite(.serialized) struct HCIReadBudgetTests {
+    /// A Command Complete for LE Set Scan Enable, numbered in its status byte.
+    static func packet(_ i: Int) -> [UInt8] { [0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, UInt8(truncatingIfNeeded: i)] }
+
+    /// More packets queued than one wakeup reads: each loop turn takes at most the budget, so a
+    /// busy controller leaves room for everyone else, and the rest follow on the next turns.
+    @Test func oneWakeupReadsAtMostTheBudget() throws {
+        let loop = try EventLoop()
+        let (mine, controller) = try makeSeqPacketPair()
+        defer { close(controller) }
+        let hci = try HCISocket(loop: loop, fd: nonBlocking(mine))
+        defer { hci.close() }
+        var seen: [UInt8] = []
+        hci.onEvent = { event in
+            if case .commandComplete(_, let status) = event { seen.append(status) }
+        }
+        let total = 3 * HCISocket.packetsPerWakeup + 5
+        for i in 0..<total { transmit(controller, Self.packet(i)) }
+
+        loop.runOnce(maxWait: .milliseconds(500))
+        #expect(seen.count == HCISocket.packetsPerWakeup, "one wakeup read \(seen.count) of \(total) packets")
+        var turns = 1
+        while seen.count < total && turns < 20 {
+            let before = seen.count
+            loop.runOnce(maxWait: .milliseconds(500))
+            #expect(seen.count - before <= HCISocket.packetsPerWakeup)
+            turns += 1
+        }
+        #expect(seen == (0..<total).map { UInt8($0) }, "every packet, in order")
+        #expect(turns == 4)
+    }
+
+    /// An event whose handler closes the socket (the adapter went down) ends the read: the number
+    /// may already be another socket's, with packets of its own queued, which are not this one's.
+    @Test func aClosedSocketReadsNoMore() throws {
+        let loop = try EventLoop()
+        let (pair, controller) = try makeSeqPacketPair()
+        let mine = movedHigh(pair, base: 700)
+        defer { close(controller) }
+        let hci = try HCISocket(loop: loop, fd: nonBlocking(mine))
+        let (other, otherController) = try makeSeqPacketPair()
+        _ = nonBlocking(other)
+        defer { close(otherController) }
+        var successor: Int32 = -1
+        defer { if successor >= 0 { close(successor) } }
+        var seen: [UInt8] = []
+        hci.onEvent = { [unowned hci] event in
+            guard case .commandComplete(_, let status) = event else { return }
+            seen.append(status)
+            guard status == 0 else { return }
+            hci.close()
+            successor = renumber(other, to: mine)  // another socket, two packets waiting
+        }
+        transmit(otherController, Self.packet(100))
+        transmit(otherController, Self.packet(101))
+        transmit(controller, Self.packet(0))
+        transmit(controller, Self.packet(1))
+
+        loop.runOnce(maxWait: .milliseconds(500))
+        #expect(seen == [0], "read after close: \(seen)")
+        #expect(receive(successor) == Self.packet(100), "the successor's packets are its own")
+    }
+}

@@ -167,6 +167,67 @@ func plausible(_ r: Reading) -> Bool {
         #expect(s.state == .streaming)
     }
 
+    /// Found by an independent review: any notification reset the silence watchdog, before its
+    /// handle was matched; a peer notifying on an unknown handle every 0.5 s was never dropped,
+    /// and yielded no reading while it showed as streaming.
+    @Test func notificationsOnUnknownHandlesDoNotKeepASilentLinkAlive() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity, periodMilliseconds: 1000)])
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .humidity) >= 2 }))
+        emulator.faults.silent = true
+        let stray: [UInt8] = [ATTOpcode.handleValueNotification.rawValue, 0xF0, 0x0F, 1, 2, 3, 4]
+        var dropped = false
+        for _ in 0..<40 where !dropped {
+            emulator.bearer?.sendRaw(stray)
+            fleet.run(for: .milliseconds(500))
+            dropped = fleet.count("t", "forced_disconnect") > 0
+        }
+        #expect(dropped, "still \(s.state) after 20 s of stray notifications: \(fleet.events("t"))")
+        #expect(fleet.logs.contains { $0.contains("no notification for") }, "\(fleet.logs.suffix(3))")
+    }
+
+    /// Found by an independent review: a tag none of whose configured sensors could be set up
+    /// showed as streaming (and online) for ever. It is now a setup failure, retried with backoff.
+    @Test func aTagWithNoSensorSetUpIsNotStreaming() throws {
+        let fleet = try Fleet()
+        // A CC2650 has no CC2541 accelerometer: the one configured sensor is skipped.
+        let (s, _) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.accelerometer)])
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.count("t", "forced_disconnect") >= 1 }, limit: .seconds(30)), "\(fleet.events("t"))")
+        #expect(fleet.count("t", "ready") == 0, "\(fleet.events("t"))")
+        #expect(s.state != .streaming)
+        #expect(fleet.events("t").contains { if case .forcedDisconnect(let why) = $0 { return why.contains("none of the 1 configured sensors") } else { return false } })
+    }
+
+    /// Found by an independent review: report-on-change sensors got a 1000 ms period for the
+    /// silence window, so a tag with only `[tag.sensors.keys]` was dropped every 4 s.
+    @Test func aKeysOnlyTagStaysConnected() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.keys)])
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming }))
+        fleet.run(for: .seconds(120))
+        #expect(s.state == .streaming && fleet.count("t", "forced_disconnect") == 0, "\(fleet.events("t")) \(fleet.logs.suffix(3))")
+        emulator.pressKey(0x01)
+        #expect(fleet.run(until: { fleet.readings["t"]?[.keys]?.contains { $0.0.field("pressed")?.value == .bits(1) } ?? false }, limit: .seconds(1)))
+    }
+
+    /// Found by an independent review: a CC2650 notifies its battery level only when it
+    /// changes, so nothing was published for hours after a connect. It is read once after setup.
+    @Test func theBatteryLevelIsReadOnceAfterSetup() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.battery), SensorConfiguration(.humidity)])
+        emulator.setBatteryLevel(87)
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .humidity) >= 1 }))
+        let battery = fleet.readings["t"]?[.battery] ?? []
+        #expect(battery.count == 1 && battery.first?.0.field("level")?.value == .number(87), "\(battery.map(\.0))")
+        // Then by notification, when it changes.
+        emulator.setBatteryLevel(86)
+        #expect(fleet.run(until: { fleet.count("t", .battery) == 2 }, limit: .seconds(1)))
+    }
+
     @Test func configuredPeriodsAndRangesAreApplied() throws {
         let fleet = try Fleet()
         let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [

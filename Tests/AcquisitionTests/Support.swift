@@ -22,3 +22,33 @@ func receive(_ fd: Int32) -> [UInt8]? {
 func transmit(_ fd: Int32, _ bytes: [UInt8]) {
     _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
 }
+
+/// Whether `fd` is an open descriptor.
+func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) != -1 }
+
+/// Gives `fd` the number `number` (just closed), as the kernel does with its lowest free number;
+/// dup2 makes the reuse certain whatever else the process has open.
+func renumber(_ fd: Int32, to number: Int32) -> Int32 {
+    guard fd != number else { return fd }
+    let moved = dup2(fd, number)
+    Glibc.close(fd)
+    return moved
+}
+
+/// `fd` moved to the lowest free number from `base` up. Tests run in parallel in one process and
+/// the kernel gives every new descriptor the lowest free number: a number closed and then given
+/// to another descriptor with `renumber` could meanwhile have gone to a parallel test. The tests
+/// that reuse numbers work above 512, where no other test's descriptors are, each suite in a range
+/// of its own, one test at a time (`.serialized`).
+func movedHigh(_ fd: Int32, base: Int32) -> Int32 {
+    let moved = fcntl(fd, F_DUPFD_CLOEXEC, base)
+    precondition(moved >= base, "F_DUPFD: \(SystemError.reason(errno))")
+    Glibc.close(fd)
+    return moved
+}
+
+/// `fd`, made non-blocking as the daemon's sockets are.
+func nonBlocking(_ fd: Int32) -> Int32 {
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    return fd
+}

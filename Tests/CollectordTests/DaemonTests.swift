@@ -190,13 +190,18 @@ final class DaemonProcess: @unchecked Sendable {
     }
 
     /// `tagSockets`: the tags are `collectord emulate --socket-dir` processes' (else in-process).
-    func start(environment: [String: String] = [:], tagSockets: String? = nil) throws {
+    /// `uid`: run as that user and group (through setpriv; the test must be root).
+    func start(environment: [String: String] = [:], tagSockets: String? = nil, uid: UInt32? = nil) throws {
         let p = Process()
         p.executableURL = DecodeProcessTests.binary
         if !environment.isEmpty {
             p.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
         p.arguments = ["run", "--config", configPath] + (tagSockets.map { ["--tag-sockets", $0] } ?? ["--emulated-tags"])
+        if let uid {
+            p.arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", DecodeProcessTests.binary.path] + p.arguments!
+            p.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        }
         p.standardOutput = FileHandle.nullDevice
         errPipe = Pipe()
         p.standardError = errPipe
@@ -649,6 +654,27 @@ func gapFree(_ seqs: [Int]) -> Bool {
         }
     }
 
+    /// Found by an independent review: the Firmware Revision String (up to 512 bytes, newlines
+    /// allowed) reached the log as received, so `1.50\n<0>…` started a line of its own that
+    /// journald takes as an emergency from collectord. Every log line is now one line.
+    @Test func aHostileFirmwareStringCannotForgeALogLine() throws {
+        let broker = try Broker()
+        let sockets = try makeTemporaryDirectory("hostile-tags")
+        defer { try? FileManager.default.removeItem(at: sockets) }
+        let hostile = "1.50\n<0>collectord: forged emergency\r\u{1B}[2J\u{85}end"
+        let tag = try ChildProcess(DecodeProcessTests.binary.path, ["emulate", "--socket-dir", sockets.path, "--tags", "1",
+                                                                  "--first-address", "00:AA:01:01:00:01", "--firmware", hostile])
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly))
+        try daemon.start(tagSockets: sockets.path)
+        #expect(daemon.waitForLog("kitchen: streaming"), "the tag connects")
+        daemon.stop()
+        tag.stop(gracefully: true)
+        let lines = daemon.log.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(!lines.contains { $0.hasPrefix("<0>") }, "a forged line: \(lines.filter { $0.hasPrefix("<0>") })")
+        #expect(lines.allSatisfy { $0.isEmpty || $0.first == "<" }, "every line starts with its priority")
+        #expect(daemon.log.contains(#"firmware 1.50\n<0>collectord: forged emergency\r\u{1b}[2J\u{85}end"#), "escaped, not lost")
+    }
+
     @Test func failoverToTheSecondBroker() throws {
         let broker = try Broker()
         let dead = freePort()
@@ -740,6 +766,108 @@ func gapFree(_ seqs: [Int]) -> Bool {
         for (key, s) in sequences(sub1.lines + sub2.lines) {
             #expect(gapFree(s) && s.contains(0), "\(key): \(s)")
         }
+    }
+
+    /// Retained Home Assistant configs of the garage that a fresh subscriber gets from `broker`.
+    func garageConfigs(_ broker: Broker) throws -> Int {
+        let sub = try Subscriber(port: broker.port, topic: "homeassistant/#")
+        sub.stop()
+        return sub.lines.filter { $0.topic.contains("sensortag_00aa01020002") && !$0.payload.isEmpty && $0.payload != "(null)" }.count
+    }
+
+    /// Found by an independent review: a reload that removed a tag and also changed `[mqtt]`
+    /// sent the removals to the publisher being shut down, and the retained Home Assistant
+    /// configs stayed on the broker for ever. The removals now go out first.
+    @Test func sighupRemovingATagAndChangingMQTTWithdrawsItsDiscovery() throws {
+        let broker = try Broker()
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
+        try daemon.start()
+        #expect(waitUntil(seconds: 30) { (try? garageConfigs(broker)) ?? 0 > 0 }, "the garage is announced")
+        try daemon.write(config: config(port: broker.port, tags: kitchenOnly).replacingOccurrences(of: "client_id = \"test\"", with: "client_id = \"test\"\nkeepalive_s = 31"))
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLog("MQTT settings changed"))
+        #expect(waitUntil(seconds: 30) { (try? garageConfigs(broker)) == 0 }, "the garage's configs are withdrawn")
+        daemon.stop()
+    }
+
+    /// The same with the broker away at the reload, and the daemon restarted before it is back:
+    /// what is owed is kept in the spool directory and paid once a broker is reachable.
+    @Test func aTagRemovedWhileTheBrokerIsAwayIsWithdrawnLater() throws {
+        let broker = try Broker(persistent: true)
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
+        try daemon.start()
+        #expect(waitUntil(seconds: 30) { (try? garageConfigs(broker)) ?? 0 > 0 }, "the garage is announced")
+        try broker.stop()
+        try daemon.write(config: config(port: broker.port, tags: kitchenOnly))
+        daemon.signal(SIGHUP)
+        #expect(daemon.waitForLog("reload: tag garage removed"))
+        #expect(daemon.stop().status == 0)
+        try broker.start()
+        #expect((try? garageConfigs(broker)) ?? 0 > 0, "the broker kept the configs across its restart")
+        try daemon.start()
+        #expect(waitUntil(seconds: 30) { (try? garageConfigs(broker)) == 0 }, "the garage's configs are withdrawn after the restart")
+        daemon.stop()
+    }
+
+    /// Found by an independent review: two reloads changing `[mqtt]` 0.3 s apart while the broker
+    /// stalled started two publishers; the second met the first's spool lock and the daemon
+    /// exited with status 1. The second reload now only updates the settings the pending
+    /// replacement starts with.
+    @Test func twoQuickReloadsDuringAStallKeepOnePublication() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port)
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly))
+        try daemon.start()
+        #expect(sub.waitFor { $0.seqs("kitchen/humidity").count >= 2 }, "the kitchen streams")
+        broker.pause()
+        for keepalive in [31, 32] {
+            try daemon.write(config: config(port: broker.port, tags: kitchenOnly).replacingOccurrences(of: "client_id = \"test\"", with: "client_id = \"test\"\nkeepalive_s = \(keepalive)"))
+            daemon.signal(SIGHUP)
+            #expect(daemon.waitForLog("reload: \(daemon.configPath) applied", count: keepalive - 30))
+        }
+        broker.resume()
+        #expect(daemon.waitForLog("mqtt: connected to", count: 2), "one new connection")
+        let before = sub.seqs("kitchen/humidity").max() ?? 0
+        #expect(sub.waitFor { ($0.seqs("kitchen/humidity").max() ?? 0) >= before + 2 }, "readings go on")
+        #expect(daemon.stop().status == 0, "the daemon ran on: \(daemon.log.suffix(600))")
+        sub.stop()
+        #expect(daemon.log.contains("changed again"))
+        #expect(!daemon.log.contains("cannot start MQTT"))
+        for (key, s) in sequences(sub.lines) { #expect(gapFree(s), "\(key): \(s)") }
+    }
+
+    /// Found by an independent review: a manual `sudo collectord run` left spool files owned by
+    /// root, and the service (user collectord) failed at every start with "cannot open …/lock:
+    /// Permission denied" while check-config passed. Run as root, the daemon now gives what it
+    /// creates to the owner of the directory it is in.
+    @Test(.enabled(if: getuid() == 0, "running the daemon as two users needs root"))
+    func aRunAsRootLeavesTheSpoolToTheServiceUser() throws {
+        let broker = try Broker()
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly))
+        let nobody: UInt32 = 65534
+        #expect(chown(daemon.directory.path, nobody, nobody) == 0)
+        chmod(daemon.directory.path, 0o755)
+        chmod(daemon.configPath, 0o644)
+        // By hand, as root, while the broker is away: segments, cursor, lock, sequence numbers.
+        try broker.stop()
+        try daemon.start()
+        #expect(waitUntil(seconds: 30) { daemon.spooled("collectord/kitchen/humidity") >= 2 }, "root's run spools")
+        #expect(daemon.stop().status == 0)
+        let spool = daemon.directory.appendingPathComponent("spool").path
+        let names = try FileManager.default.contentsOfDirectory(atPath: spool)
+        #expect(names.contains("lock") && names.contains("sequences") && names.contains { $0.hasSuffix(".spool") }, "\(names)")
+        for name in names + [""] {
+            var st = stat()
+            #expect(stat(spool + "/" + name, &st) == 0 && st.st_uid == nobody && st.st_gid == nobody, "\(name): owned by \(st.st_uid)")
+        }
+        // Then as the service's user: it opens the spool, replays it and streams.
+        try broker.start()
+        let sub = try Subscriber(port: broker.port)
+        try daemon.start(uid: nobody)
+        #expect(sub.waitFor { $0.seqs("kitchen/humidity").count >= 4 }, "the service user's run streams: \(daemon.log.suffix(400))")
+        #expect(daemon.stop().status == 0)
+        sub.stop()
+        #expect(!daemon.log.contains("Permission denied"))
     }
 
     /// The sd_notify protocol as systemd sees it, through a real datagram socket.

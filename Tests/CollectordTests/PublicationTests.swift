@@ -29,7 +29,8 @@ final class PublicationFixture {
     /// `tag`: its name; `sensor` and `payload`: what is published.
     init(client: String, mqtt: String = "", model: Model? = nil, tag: String = "t",
          sensor: Sensor = .humidity, payload: [UInt8] = [0x50, 0x64, 0xE8, 0x7F],
-         spoolSettings: String = "", spool prepare: (String) throws -> Void = { _ in }) throws {
+         spoolSettings: String = "", clock: @escaping () -> Bool? = { true },
+         spool prepare: (String) throws -> Void = { _ in }) throws {
         broker = try Broker()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-pub-\(UUID().uuidString)")
         let text = """
@@ -52,7 +53,7 @@ final class PublicationFixture {
         }
         try prepare(configuration.spool.path)
         loop = try EventLoop()
-        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "test") { [logs] level, message in
+        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "test", clock: clock) { [logs] level, message in
             logs.lines.append("<\(level.rawValue)>\(message())")
         }
         sink = publication.add(configuration.tags[0])
@@ -86,6 +87,37 @@ final class PublicationFixture {
 }
 
 @Suite(.serialized) struct PublicationTests {
+    /// Found by an independent review: a Pi has no clock of its own, so readings made before NTP
+    /// set the time carried a wrong `time` that nothing told apart. They now say
+    /// `"time_synced":false`, the log says why, and an event marks when the clock is set.
+    @Test func readingsBeforeTheClockIsSetSaySo() throws {
+        final class Clock: @unchecked Sendable { var synced = false }
+        let clock = Clock()
+        let f = try PublicationFixture(client: "clock", clock: { clock.synced })
+        f.publication.start()
+        #expect(f.loop.run(until: { f.publication.publisher.isConnected }, limit: .seconds(5)))
+        f.publish(1)
+        #expect(f.loop.run(until: { f.subscriber.lines.count >= 1 }, limit: .seconds(5)))
+        #expect(f.subscriber.lines.first?.payload.contains(#""time_synced":false,"seq":0"#) == true, "\(f.subscriber.lines)")
+        #expect(f.logs.lines.contains { $0.hasPrefix("<4>clock: the system clock is not synchronised") }, "\(f.logs.lines)")
+        clock.synced = true
+        #expect(f.loop.run(until: { f.publication.clockSynced }, limit: .seconds(30)), "checked again within 10 s")
+        f.publish(1)
+        #expect(f.loop.run(until: { f.subscriber.lines.count >= 2 }, limit: .seconds(5)))
+        #expect(f.subscriber.lines.last?.payload.contains("time_synced") == false, "\(f.subscriber.lines)")
+        #expect(f.logs.lines.contains { $0.contains("clock: the system clock is synchronised") })
+    }
+
+    @Test func whetherTheClockIsSynchronisedIsReadFromTimesyncd() throws {
+        let directory = try makeTemporaryDirectory("timesync")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(ClockSync.state(timesyncDirectory: directory.path) == false, "timesyncd runs, has not synchronised")
+        FileManager.default.createFile(atPath: directory.appendingPathComponent("synchronized").path, contents: nil)
+        #expect(ClockSync.state(timesyncDirectory: directory.path) == true)
+        // Without timesyncd, the kernel's own flag (whatever it says on this machine, it answers).
+        #expect(ClockSync.state(timesyncDirectory: directory.path + "/none") != nil)
+    }
+
     /// Found by the throughput benchmark: a replay that stopped at a full in-flight window was
     /// only resumed by the next new reading, so once readings stopped (a tag gone, the load
     /// over) the spool stayed undelivered indefinitely. Here nothing new arrives after the
@@ -120,7 +152,7 @@ final class PublicationFixture {
     /// Found by an independent review: a damaged segment and a torn tail lost readings, and the
     /// only log line was the count of messages waiting. What the spool repaired is said at once.
     @Test func aRepairedSpoolIsLogged() throws {
-        let f = try PublicationFixture(client: "repair") { path in
+        let f = try PublicationFixture(client: "repair", spool: { path in
             let spool = try Spool(directory: path, maxBytes: 1 << 20, segmentBytes: 64 << 10)
             for i in 0..<5 { _ = try [UInt8](repeating: UInt8(i), count: 40).withUnsafeBytes { try spool.append(topic: "collectord/t/humidity", payload: $0, qos: 1) } }
             try spool.close()
@@ -129,7 +161,7 @@ final class PublicationFixture {
             let url = URL(fileURLWithPath: path).appendingPathComponent(segment)
             let bytes = try Data(contentsOf: url)
             try bytes.dropLast(7).write(to: url)
-        }
+        })
         #expect(f.publication.spool.recovery.truncatedBytes > 0)
         let repaired = f.logs.lines.filter { $0.contains("spool: repaired") }
         #expect(repaired.count == 1 && repaired[0].hasPrefix("<4>"), "\(f.logs.lines)")
@@ -153,10 +185,10 @@ final class PublicationFixture {
     @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
     func aFullDiskKeepsTheNewestAndSaysSoOnce() throws {
         var unmount: () -> Void = {}
-        let f = try PublicationFixture(client: "full", spoolSettings: "max_mb = 1") { path in
+        let f = try PublicationFixture(client: "full", spoolSettings: "max_mb = 1", spool: { path in
             try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             unmount = try mountSmallFileSystem(at: path)
-        }
+        })
         defer { unmount() }
         f.publish(3000)  // about 750 KB of readings into 256 KiB, with no broker
         let spool = f.publication.spool

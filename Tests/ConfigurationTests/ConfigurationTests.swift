@@ -17,7 +17,7 @@ private let cellar = BluetoothAddress("54:6C:0E:53:00:01")!
         #expect(c.logLevel == .info)
         #expect(c.statsIntervalSeconds == 60)
         #expect(c.mqtt.brokers == [MQTTBroker(host: "localhost", port: 1883)])
-        #expect(c.mqtt.clientID == "collectord-" + (hostName() ?? "localhost"))
+        #expect(c.mqtt.clientID.hasPrefix("collectord-" + (hostName() ?? "localhost")), "host name, then the machine-id suffix")
         #expect(c.mqtt.clientID.hasPrefix("collectord-"))
         #expect(c.mqtt.keepaliveSeconds == 30)
         #expect(c.mqtt.qos == .atLeastOnce)

@@ -32,7 +32,7 @@ struct TopicTests {
         do {
             try Topics.validateLevel("lab/1", what: "tag name")
         } catch {
-            #expect(error.description == #"tag name "lab/1" contains "/", which MQTT topics do not allow there"#)
+            #expect(error.description == #"tag name "lab/1" must not contain '/' (it is one topic level)"#)
         }
     }
 

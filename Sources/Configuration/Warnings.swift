@@ -1,0 +1,36 @@
+// Valid settings that are probably not what the user wants: said by check-config and logged at
+// every start and reload, never refused (a test broker on a lab network may want them).
+
+import Glibc
+import Model
+
+extension DaemonConfiguration {
+    /// One line each, without a level: what is risky and what to do about it.
+    public var warnings: [String] {
+        var out: [String] = []
+        let tls = mqtt.tls
+        if tls.enabled && !tls.verify {
+            out.append("mqtt.tls: verify = false: the broker's certificate is not checked, so anyone on the way can "
+                       + "pose as the broker and read the readings and the password; give ca_file instead")
+        }
+        if mqtt.password != nil && !tls.enabled {
+            let remote = mqtt.brokers.filter { !DaemonConfiguration.isLoopback($0.host) }
+            if !remote.isEmpty {
+                out.append("mqtt: the password goes to \(remote.map(\.description).joined(separator: ", ")) in plain text "
+                           + "(no TLS); enable [mqtt.tls] or use a broker on this machine")
+            }
+        }
+        if let file = mqtt.passwordFile {
+            var st = stat()
+            if stat(file, &st) == 0 && st.st_mode & 0o004 != 0 {
+                out.append("mqtt: password_file \"\(file)\" is readable by every user (mode \(String(st.st_mode & 0o777, radix: 8))); "
+                           + "chmod 640 it, group collectord")
+            }
+        }
+        return out
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.") || host == "ip6-localhost"
+    }
+}
