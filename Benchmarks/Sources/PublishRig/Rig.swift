@@ -127,7 +127,8 @@ public final class PublishRig {
         configuration.spool.path = spoolDirectory
         configuration.homeAssistant.discovery = false
         let events = EventTranscript()
-        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "benchmark") { level, message in
+        // The synchronised clock's payloads (no "time_synced":false), whatever this machine's NTP says.
+        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "benchmark", clock: { true }) { level, message in
             events.lines.append("\(level): \(message())")
         }
         publication.onEvent = { events.lines.append("\($0)") }
