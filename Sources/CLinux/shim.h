@@ -1,6 +1,5 @@
-/* Linux interfaces Glibc's Swift module does not cover: epoll, signalfd, adjtimex. */
+/* Linux interfaces Glibc's Swift module does not cover: epoll, signalfd. */
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <signal.h>
-#include <sys/timex.h>

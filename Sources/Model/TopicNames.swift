@@ -26,7 +26,7 @@ public enum TopicNames {
         if prefix.utf8.count > 65535 { return "must be at most 65535 bytes long" }
         for level in prefix.split(separator: "/", omittingEmptySubsequences: false) {
             if level.isEmpty { return "must not have an empty level (a leading, trailing or doubled '/')" }
-            if let problem = levelProblem(String(level)), !problem.contains("'/'") { return problem }
+            if let problem = levelProblem(String(level)) { return problem }  // a level holds no '/' here
         }
         return nil
     }

@@ -259,7 +259,7 @@ public final class Publication: MQTTPublisherDelegate {
     // MARK: The wall clock
 
     /// Every 10 s while the clock is not synchronised, every 5 minutes once it is: a cheap look
-    /// at a file (or adjtimex), never per reading.
+    /// at a file, never per reading.
     private func checkClock(initially: Bool = false) {
         let synced = clockState() ?? true
         if synced != clockSynced || (initially && !synced) {
