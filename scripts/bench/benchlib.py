@@ -688,3 +688,12 @@ def machine():
                 model = line.split(":", 1)[1].strip()
                 break
     return {"cpu": model, "cores": os.cpu_count(), "kernel": os.uname().release}
+
+
+def emit(result, out=None):
+    """Prints a measurement's result as JSON, and writes it to `out` too when given."""
+    text = json.dumps(result, indent=1, default=str)
+    if out:
+        with open(out, "w") as f:
+            f.write(text + "\n")
+    print(text)

@@ -554,11 +554,7 @@ def main():
               "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                        cwd=os.path.dirname(__file__)).stdout.strip()}
     result.update(globals()[args.what](args))
-    text = json.dumps(result, indent=1, default=str)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-    print(text)
+    bl.emit(result, args.out)
 
 
 if __name__ == "__main__":

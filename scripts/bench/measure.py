@@ -318,11 +318,7 @@ def main():
     args = p.parse_args()
     result = {"machine": bl.machine(), "what": args.what, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     result.update(globals()[args.what](args))
-    text = json.dumps(result, indent=1, default=str)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-    print(text)
+    bl.emit(result, args.out)
 
 
 if __name__ == "__main__":
