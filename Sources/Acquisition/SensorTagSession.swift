@@ -131,6 +131,9 @@ public final class SensorTagSession {
     private var setUpCount = 0
     /// Notifications on handles no sensor was set up on (counted, otherwise ignored).
     public private(set) var unknownHandles: UInt64 = 0
+    /// The sensors set up to stream on this link: the configured sensor's index and the value
+    /// handle its readings come from (the only handle a reading of it is taken from).
+    var setUpSensors: [(sensor: Int, dataHandle: UInt16)] { active.map { ($0.index, $0.dataHandle) } }
 
     public init(tag: TagConfiguration, bearer: ATTBearer, loop: EventLoop, cache: HandleCache,
                 sink: ReadingSink, counters: [SensorCounters]? = nil) {
@@ -432,7 +435,7 @@ public final class SensorTagSession {
     /// Four times the longest period of the sensors that report periodically. Report-on-change
     /// sensors (keys, battery) may stay quiet for hours: a tag with only those has no silence
     /// watchdog, and the controller's supervision timeout tells when its link is gone.
-    private var silenceWindow: Duration? {
+    var silenceWindow: Duration? {
         guard let longest = active.filter({ $0.profile.periodLimits != nil }).map(\.periodMilliseconds).max() else { return nil }
         return max(minimumSilence, .milliseconds(longest * silencePeriods))
     }
