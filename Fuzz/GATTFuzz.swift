@@ -178,6 +178,8 @@ final class Peer {
     var owed = 0
     /// Not reading: what the client sends piles up in the socket.
     var stalled = false
+    /// The peer itself dropped this link (not: found it closed by the client).
+    var dropped = false
     /// Handles of each sensor's data characteristic in the peer's table, with its profile.
     var dataHandles: [(handle: UInt16, profile: SensorProfile)] = []
 
@@ -192,6 +194,7 @@ final class Peer {
     func attach(_ fd: Int32) {
         close()
         self.fd = fd
+        dropped = false
         server = device.server()
         request = nil
         answered = true
@@ -451,6 +454,7 @@ final class GATTHarness: TagSupervisorDelegate {
             advance(script.pick(GATTHarness.delays, else: .seconds(1)))
         case 11:
             gattSteps += 1
+            peer.dropped = peer.isConnected
             peer.close()  // the link drops
         case 12:
             command(script.byte() ?? 0)
@@ -658,7 +662,7 @@ final class GATTHarness: TagSupervisorDelegate {
 
     func check() {
         let now = loop.now
-        if let s = supervisor.session, !sessions.contains(where: { $0.session === s }) {
+        if let s = supervisor.session, sessions.last?.session !== s {
             sessions.append(WeakSession(session: s, bearer: s.bearer))
         }
         guard loop.pendingTimers <= GATTHarness.timerBound else { violation("\(loop.pendingTimers) timers pending") }
@@ -725,16 +729,33 @@ final class GATTHarness: TagSupervisorDelegate {
             connectedAt = loop.now
         case .ready:
             guard linkUp else { violation("ready without a link: \(events)") }
+            guard let b = s.session?.bearer, b.isOpen else { violation("ready on a closed link: \(events)") }
             gattStreamed += 1
             aliveAt = loop.now
         case .disconnected, .timeout, .forcedDisconnect:
+            // The reason given is what happened: a request that timed out is a timeout, and the
+            // peer closed the link only if it did.
+            if linkUp, let bearer = sessions.last?.bearer {
+                if bearer.counters.timeouts > 0, case .timeout = event {} else if bearer.counters.timeouts > 0 {
+                    violation("an ATT request timed out, but the link ended with '\(event)': \(events)")
+                }
+                if case .disconnected(let why) = event, why == ATTBearerCloseReason.peerClosed.description, !peer.dropped {
+                    violation("'\(event)', but the peer did not close the link: \(events)")
+                }
+            }
             linkUp = false
         case .giveUp, .advertisementSeen:
             guard !linkUp else { violation("\(event) while a link is up") }
         }
     }
 
-    func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) { trace("\(loop.now) log: \(message)") }
+    func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {
+        trace("\(loop.now) log: \(message)")
+        // A session logs as it starts: know it even if it ends within the same loop turn.
+        if let session = s.session, sessions.last?.session !== session {
+            sessions.append(WeakSession(session: session, bearer: session.bearer))
+        }
+    }
 
 }
 

@@ -177,6 +177,10 @@ public final class SensorTagSession {
         step("checking cached handles")
         client.read(revision.valueHandle) { [weak self] result in
             guard let self, !self.ended else { return }
+            // A link that failed says nothing about the cache: report it, keep the entry.
+            if case .failure(let e) = result, e == .att(.timeout) || e == .att(.disconnected) {
+                return self.fail("checking cached handles", e)
+            }
             let firmware = (try? result.get()).flatMap { bytes in
                 try? withRawSpan(bytes) { (s) throws(DecodeError) in try SerDe.deserialize(DeviceInformation.FirmwareRevision.self, from: s) }
             }?.stringValue
@@ -213,6 +217,10 @@ public final class SensorTagSession {
         client.read(revision.valueHandle) { [weak self] result in
             guard let self, !self.ended else { return }
             switch result {
+            case .failure(let e) where e == .att(.timeout) || e == .att(.disconnected):
+                // The link failed: say so, rather than go on to set up sensors on a closed link
+                // and report whatever that step makes of it.
+                return self.fail("firmware revision", e)
             case .failure(let e):
                 self.log(.warning, "firmware revision unreadable: \(e)")
             case .success(let bytes):

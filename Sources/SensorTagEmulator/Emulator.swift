@@ -328,6 +328,15 @@ public final class SensorTagEmulator {
             requestsIgnored += 1
             return
         }
+        switch pdu {
+        case .readRequest(let h), .readBlobRequest(let h, _):
+            if let type = table[h]?.type, faults.unansweredReads.contains(type) {
+                requestsIgnored += 1
+                return
+            }
+        default:
+            break
+        }
         guard var response = server.respond(to: pdu, in: bytes) else { return }
         if case .exchangeMTURequest = pdu { b.mtu = server.mtu }
         corrupt(&response)

@@ -13,6 +13,9 @@ public struct Faults: Sendable, Equatable {
     public var ignoreRequests = false
     /// Hold every response this long before sending it (requests are still processed at once).
     public var responseDelay: Duration = .zero
+    /// Leave Read and Read Blob requests of these characteristics unanswered (a firmware that
+    /// hangs reading one): the client's request times out.
+    public var unansweredReads: Set<GATTUUID> = []
     /// Send no notifications at all while staying connected; sensors keep measuring.
     public var silent = false
     /// Refuse new connections (`connect()` throws, `attach(_:)` closes the bearer). A listener

@@ -350,6 +350,42 @@ func plausible(_ r: Reading) -> Bool {
         #expect(s.state == .streaming)
     }
 
+    /// Found by the gatt fuzz target: a firmware revision read that timed out was logged as
+    /// "unreadable" and setup went on over the closed link, so the link ended as "disconnected:
+    /// peer closed the link" (or as a setup failure, "none of the sensors could be set up"), not
+    /// as the ATT timeout it was.
+    @Test func aFirmwareReadThatTimesOutIsATimeout() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity)])
+        s.requestTimeout = .seconds(2)
+        emulator.faults.unansweredReads = [DeviceInformation.FirmwareRevision.uuid]
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.events("t").count >= 3 }, limit: .seconds(30)))
+        #expect(Array(fleet.events("t").prefix(3)) == [.connecting(attempt: 1), .connected, .timeout("ATT request")])
+        #expect(fleet.count("t", "ready") == 0)
+        #expect(emulator.requestsIgnored == 1)
+    }
+
+    /// The same on a reconnect, where the firmware revision is read to check the handle cache: a
+    /// timeout is a timeout, and the cache is kept (it said nothing about the handles).
+    @Test func aCacheCheckThatTimesOutIsATimeoutAndKeepsTheCache() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity)])
+        s.requestTimeout = .seconds(2)
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming }))
+        emulator.faults.unansweredReads = [DeviceInformation.FirmwareRevision.uuid]
+        emulator.dropLink()
+        #expect(fleet.run(until: { fleet.events("t").count >= 6 }, limit: .seconds(30)))
+        #expect(Array(fleet.events("t").dropFirst(3).prefix(3)) == [.disconnected("peer closed the link"), .connecting(attempt: 2), .connected])
+        #expect(fleet.run(until: { fleet.events("t").count >= 7 }, limit: .seconds(30)))
+        #expect(fleet.events("t")[6] == .timeout("ATT request"), "\(fleet.events("t"))")
+        #expect(fleet.cache.entry(for: s.tag.address) != nil && fleet.cache.misses == 1)
+        emulator.faults.unansweredReads = []
+        #expect(fleet.run(until: { s.state == .streaming }, limit: .seconds(60)))
+        #expect(fleet.cache.hits == 1, "the kept entry is used")
+    }
+
     @Test func slowResponsesStillComplete() throws {
         let fleet = try Fleet()
         let (s, emulator) = fleet.add(.cc2650(), name: "t")
