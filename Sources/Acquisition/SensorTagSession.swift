@@ -479,6 +479,10 @@ public final class SensorTagSession {
     private func end(_ reason: SessionEnd, closeBearer: Bool) {
         guard !ended else { return }
         ended = true
+        // A setup that failed starts from scratch next time, discovery included: the handles it
+        // used may be what made it fail (a database without the sensor services, cached under a
+        // firmware revision the device still reports once it offers them again).
+        if case .setupFailed = reason { cache.invalidate(tag.address) }
         isReady = false
         loop.cancel(watchdog)
         bearer.onNotification = nil

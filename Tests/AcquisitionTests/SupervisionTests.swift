@@ -455,7 +455,10 @@ func plausible(_ r: Reading) -> Bool {
 
     /// A device at a tag's address that offers no sensor service (a phone, a beacon, a tag
     /// running other firmware) is a setup failure, retried with backoff and given up on like any
-    /// other, never 'streaming'; once it offers its services, it streams.
+    /// other, never 'streaming'; once it offers its services, it streams. Found with the fault:
+    /// the handle cache kept the database without sensor services (the firmware revision had not
+    /// changed), so every later attempt failed the same way until a restart; a failed setup now
+    /// forgets the tag's cached handles.
     @Test func aDeviceWithoutSensorServicesIsASetupFailureRetriedWithBackoff() throws {
         let fleet = try Fleet()
         let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity), SensorConfiguration(.movement)],
