@@ -351,23 +351,42 @@ final class GATTHarness: TagSupervisorDelegate {
     static let delays: [Duration] = [.milliseconds(1), .milliseconds(10), .milliseconds(100), .milliseconds(500), .seconds(1),
                                      .seconds(2), .seconds(3), .seconds(5), .seconds(10), .seconds(30), .seconds(60), .seconds(300)]
 
-    init(_ script: Script) {
-        self.script = script
-        do { loop = try EventLoop(clock: clock) } catch { violation("epoll: \(error)") }
-        let device = Device(script)
-        let tag = GATTHarness.tagConfiguration(script)
-        let backoff = Backoff(base: script.pick([Duration.milliseconds(10), .milliseconds(100), .seconds(1)], else: .seconds(1)),
+    /// What the input says before its first action: the device, the tag, the supervisor's settings.
+    struct Setup {
+        var device: Device
+        var tag: TagConfiguration
+        var backoff: Backoff
+        var withMonitor: Bool
+        var requestTimeout: Duration
+        var setupTimeout: Duration
+        var connectTimeout: Duration
+
+        init(_ script: Script) {
+            device = Device(script)
+            tag = GATTHarness.tagConfiguration(script)
+            backoff = Backoff(base: script.pick([Duration.milliseconds(10), .milliseconds(100), .seconds(1)], else: .seconds(1)),
                               cap: script.pick([Duration.seconds(1), .seconds(8)], else: .seconds(8)),
                               maxAttempts: script.pick([1, 2, 3, 5], else: 3))
-        let withMonitor = (script.byte() ?? 0) & 1 == 0
-        supervisor = TagSupervisor(tag: tag, sink: CheckingSink(self), loop: loop, adapter: adapter,
-                                   monitor: withMonitor ? air : nil, cache: cache, backoff: backoff)
-        supervisor.requestTimeout = script.pick([Duration.seconds(5), .seconds(1), .milliseconds(200)], else: .seconds(5))
-        supervisor.setupTimeout = script.pick([Duration.seconds(30), .seconds(5), .seconds(2)], else: .seconds(30))
-        supervisor.connectTimeout = script.pick([Duration.seconds(10), .seconds(1)], else: .seconds(10))
+            withMonitor = (script.byte() ?? 0) & 1 == 0
+            requestTimeout = script.pick([Duration.seconds(5), .seconds(1), .milliseconds(200)], else: .seconds(5))
+            setupTimeout = script.pick([Duration.seconds(30), .seconds(5), .seconds(2)], else: .seconds(30))
+            connectTimeout = script.pick([Duration.seconds(10), .seconds(1)], else: .seconds(10))
+        }
+    }
+    let setup: Setup
+
+    init(_ script: Script, setup given: Setup? = nil) {
+        self.script = script
+        do { loop = try EventLoop(clock: clock) } catch { violation("epoll: \(error)") }
+        setup = given ?? Setup(script)
+        supervisor = TagSupervisor(tag: setup.tag, sink: CheckingSink(self), loop: loop, adapter: adapter,
+                                   monitor: setup.withMonitor ? air : nil, cache: cache, backoff: setup.backoff)
+        supervisor.requestTimeout = setup.requestTimeout
+        supervisor.setupTimeout = setup.setupTimeout
+        supervisor.connectTimeout = setup.connectTimeout
         supervisor.random = { [unowned script] in Double(script.byte() ?? 128) / 256 }
         supervisor.delegate = self
-        peer = Peer(harness: self, device: device)
+        peer = Peer(harness: self, device: setup.device)
     }
 
     /// The tag as a configuration could give it: a pinned model or none, any set of sensors (at
@@ -408,10 +427,67 @@ final class GATTHarness: TagSupervisorDelegate {
         if supervisor.state == .streaming, let s = supervisor.session, s.silenceWindow != nil {
             violation("still streaming after a minute of silence, with a silence window of \(s.silenceWindow!)")
         }
+        // Then the device behaves: whatever the script did to the supervisor and its handle
+        // cache, readings must flow again, if they flow from a fresh supervisor against the
+        // same device (which is only run when needed).
+        if supervisor.state == .stopped { supervisor.start() }
+        if supervisor.state == .paused { supervisor.resume() }
+        let recovered = recover()
+        if recovered == 0, !deviceChanged {
+            var reference: Int?
+            do {
+                let fresh = GATTHarness(Script(UnsafeRawBufferPointer(start: nil, count: 0)), setup: setup)
+                fresh.supervisor.start()
+                reference = fresh.recover()
+                fresh.finish()
+            }
+            if let reference, reference > 0 {
+                violation("no reading within \(GATTHarness.recoveryWindow) of a well-behaved device, where a fresh supervisor got \(reference): \(events)")
+            }
+        }
+        finish()
+    }
+
+    /// How long a well-behaved device is given to stream again.
+    static let recoveryWindow: Duration = .seconds(120)
+    /// The peer has become another device (action 13): a cache of the old one may be wrong in
+    /// ways no firmware revision tells, which the recovery check does not hold against the client.
+    var deviceChanged = false
+    /// The peer answers every request validly, connections succeed, the tag advertises.
+    var recovering = false
+
+    /// Runs the well-behaved device until a reading is taken, for at most `recoveryWindow`, every
+    /// subscribed sensor notifying each second. Returns the readings taken.
+    func recover() -> Int {
+        trace("\(loop.now) recovering from \(supervisor.state)")
+        recovering = true
+        air.advertiseNow()
+        let before = readingsTaken
+        var elapsed: Duration = .zero
+        while elapsed < GATTHarness.recoveryWindow, readingsTaken == before {
+            advance(.seconds(1), step: false)
+            elapsed += .seconds(1)
+            for (handle, profile) in peer.dataHandles {
+                guard let c = peer.server.table.clientConfigurationHandle(of: handle),
+                      peer.server.table[c]?.value == [0x01, 0x00] else { continue }
+                let n: Int
+                switch profile.dataLength {
+                case .exactly(let k), .either(let k, _): n = k
+                case .range(let lo, _): n = lo
+                }
+                peer.send([ATTOpcode.handleValueNotification.rawValue] + le16(handle) + [UInt8](repeating: 0x01, count: n), step: false)
+                settle()
+            }
+        }
+        return readingsTaken - before
+    }
+
+    /// Stops the supervisor and checks that nothing is left behind.
+    func finish() {
         // Stop, and give what is in flight (a connect that ignores its cancel) time to finish:
         // then nothing may be left on the loop.
         supervisor.stop()
-        advance(.seconds(20))
+        advance(.seconds(20), step: false)
         guard !linkUp else { violation("a link ended without an event: \(events.suffix(4))") }
         guard supervisor.session == nil else { violation("a session survived stop()") }
         guard loop.pendingTimers == 0 else { violation("\(loop.pendingTimers) timers left after stop()") }
@@ -462,6 +538,7 @@ final class GATTHarness: TagSupervisorDelegate {
             // The next connection is to another device (or the same after a firmware update).
             gattSteps += 1
             peer.device = Device(script)
+            deviceChanged = true
         case 14:
             // What a streaming tag sends: a notification of every subscribed sensor.
             for (handle, profile) in peer.dataHandles {
@@ -609,6 +686,7 @@ final class GATTHarness: TagSupervisorDelegate {
 
     func command(_ c: UInt8) {
         gattSteps += 1
+        trace("\(loop.now) command \(c % 6)")
         switch c % 6 {
         case 0: supervisor.stop()
         case 1: supervisor.start()
@@ -627,6 +705,7 @@ final class GATTHarness: TagSupervisorDelegate {
         guard turns < 2_000_000 else { violation("no progress: \(turns) loop turns in one input") }
         loop.runOnce(maxWait: .zero)
         peer?.receive()
+        if recovering, let peer, peer.isConnected, let answer = peer.validAnswer() { peer.send(answer, step: false) }
         check()
     }
 
@@ -645,11 +724,13 @@ final class GATTHarness: TagSupervisorDelegate {
         }
     }
 
-    /// Lets virtual time pass with the peer silent (it still reads what it is sent).
-    func advance(_ d: Duration) {
-        gattSteps += 1
+    /// Lets virtual time pass with the peer silent (it still reads what it is sent), or, while
+    /// recovering, answering every request validly.
+    func advance(_ d: Duration, step: Bool = true) {
+        if step { gattSteps += 1 }
         loop.run(until: {
             self.peer.receive()
+            if self.recovering, self.peer.isConnected, let answer = self.peer.validAnswer() { self.peer.send(answer, step: false) }
             self.check()
             self.turns += 1
             guard self.turns < 2_000_000 else { violation("no progress: \(self.turns) loop turns in one input") }
@@ -698,8 +779,11 @@ final class GATTHarness: TagSupervisorDelegate {
 
     /// A reading reached the tag's sink: it must be of a set-up sensor, from the handle the
     /// session discovered as that sensor's data characteristic, which the peer just sent a value for.
+    var readingsTaken = 0
+
     func took(_ reading: Reading, sensor: Int) {
         gattReadings += 1
+        readingsTaken += 1
         trace("\(loop.now) reading of sensor #\(sensor)")
         guard let s = supervisor.session else { violation("a reading without a session") }
         guard sensor >= 0, sensor < s.tag.sensors.count else { violation("a reading of sensor #\(sensor)") }
@@ -811,7 +895,8 @@ final class Air: LinkConnector, AdvertisementMonitor {
         // The loop owns the attempt until it finishes or is cancelled, as with a real connect.
         attempt.timeout = loop.schedule(after: timeout) { attempt.finish(.failure(.timeout)) }
         // Once the script is over, connections are refused.
-        let outcome = script.byte() ?? 0xFF
+        // Once the script is over, connections are refused; while recovering they succeed.
+        let outcome = harness.recovering ? 0x10 : script.byte() ?? 0xFF
         attempt.ignoresCancel = outcome & 0x08 != 0
         let latency: Duration = [.zero, .milliseconds(30), .seconds(1)][Int(outcome >> 4) % 3]
         attempt.timer = loop.schedule(after: latency) { [weak self] in
@@ -844,19 +929,50 @@ final class Air: LinkConnector, AdvertisementMonitor {
     final class Watch: LinkAttempt {
         weak var loop: EventLoop?
         var timer: TimerID?
-        func cancel() { loop?.cancel(timer) }
+        var handler: (() -> Void)?
+        func cancel() {
+            loop?.cancel(timer)
+            handler = nil
+        }
+        func fire(after delay: Duration) {
+            guard let handler, let loop else { return }
+            loop.cancel(timer)
+            timer = loop.schedule(after: delay) { [weak self] in
+                self?.handler = nil
+                handler()
+            }
+        }
     }
+    /// Watches that wait for an advertisement, maybe one the script never sends.
+    private var waiting: [Weak<Watch>] = []
 
     func watch(_ address: BluetoothAddress, _ handler: @escaping () -> Void) -> LinkAttempt {
-        gattSteps += 1
         let w = Watch()
         w.loop = loop
-        // Once the script is over, nothing advertises.
+        w.handler = handler
+        trace("\(loop.now) watching for advertisements")
+        if harness.recovering { w.fire(after: .seconds(1)); return w }
+        gattSteps += 1
+        // Once the script is over, nothing advertises (until the device behaves again).
         if let b = script.byte(), b % 8 != 7 {
-            w.timer = loop.schedule(after: GATTHarness.delays[Int(b >> 3) % GATTHarness.delays.count], handler)
+            w.fire(after: GATTHarness.delays[Int(b >> 3) % GATTHarness.delays.count])
         }
+        waiting.removeAll { $0.value?.handler == nil }
+        waiting.append(Weak(w))
         return w
     }
+
+    /// The device behaves again: it advertises (within a second).
+    func advertiseNow() {
+        trace("\(loop.now) advertising again: \(waiting.count) watches, \(waiting.filter { $0.value?.handler != nil }.count) waiting")
+        for w in waiting { w.value?.fire(after: .seconds(1)) }
+        waiting = []
+    }
+}
+
+final class Weak<T: AnyObject> {
+    weak var value: T?
+    init(_ value: T) { self.value = value }
 }
 
 /// The tag's sink: every reading is checked by the harness.

@@ -556,6 +556,21 @@ func plausible(_ r: Reading) -> Bool {
         #expect(s.failures == 0 && waiting.failures == 0)
     }
 
+    /// Found by the gatt fuzz target: start() after stop() did nothing (connect() returns for a
+    /// stopped tag, and start() left the state at stopped), so a stopped supervisor could not be
+    /// started again.
+    @Test func aStoppedSupervisorStartsAgain() throws {
+        let fleet = try Fleet()
+        let (s, _) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity)])
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming }))
+        s.stop()
+        fleet.run(for: .seconds(5))
+        s.start()
+        #expect(fleet.run(until: { s.state == .streaming }, limit: .seconds(10)), "\(s.state): \(fleet.events("t"))")
+        #expect(fleet.count("t", "connecting") == 2 && fleet.count("t", "ready") == 2)
+    }
+
     @Test func stopDisconnectsAndStaysStopped() throws {
         let fleet = try Fleet()
         let (s, emulator) = fleet.add(.cc2650(), name: "t")
