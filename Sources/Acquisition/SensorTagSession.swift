@@ -131,6 +131,9 @@ public final class SensorTagSession {
     private var setUpCount = 0
     /// Notifications on handles no sensor was set up on (counted, otherwise ignored).
     public private(set) var unknownHandles: UInt64 = 0
+    /// The sensors set up to stream on this link: the configured sensor's index and the value
+    /// handle its readings come from (the only handle a reading of it is taken from).
+    var setUpSensors: [(sensor: Int, dataHandle: UInt16)] { active.map { ($0.index, $0.dataHandle) } }
 
     public init(tag: TagConfiguration, bearer: ATTBearer, loop: EventLoop, cache: HandleCache,
                 sink: ReadingSink, counters: [SensorCounters]? = nil) {
@@ -174,6 +177,10 @@ public final class SensorTagSession {
         step("checking cached handles")
         client.read(revision.valueHandle) { [weak self] result in
             guard let self, !self.ended else { return }
+            // A link that failed says nothing about the cache: report it, keep the entry.
+            if case .failure(let e) = result, e == .att(.timeout) || e == .att(.disconnected) {
+                return self.fail("checking cached handles", e)
+            }
             let firmware = (try? result.get()).flatMap { bytes in
                 try? withRawSpan(bytes) { (s) throws(DecodeError) in try SerDe.deserialize(DeviceInformation.FirmwareRevision.self, from: s) }
             }?.stringValue
@@ -210,6 +217,10 @@ public final class SensorTagSession {
         client.read(revision.valueHandle) { [weak self] result in
             guard let self, !self.ended else { return }
             switch result {
+            case .failure(let e) where e == .att(.timeout) || e == .att(.disconnected):
+                // The link failed: say so, rather than go on to set up sensors on a closed link
+                // and report whatever that step makes of it.
+                return self.fail("firmware revision", e)
             case .failure(let e):
                 self.log(.warning, "firmware revision unreadable: \(e)")
             case .success(let bytes):
@@ -432,7 +443,7 @@ public final class SensorTagSession {
     /// Four times the longest period of the sensors that report periodically. Report-on-change
     /// sensors (keys, battery) may stay quiet for hours: a tag with only those has no silence
     /// watchdog, and the controller's supervision timeout tells when its link is gone.
-    private var silenceWindow: Duration? {
+    var silenceWindow: Duration? {
         guard let longest = active.filter({ $0.profile.periodLimits != nil }).map(\.periodMilliseconds).max() else { return nil }
         return max(minimumSilence, .milliseconds(longest * silencePeriods))
     }
@@ -468,6 +479,10 @@ public final class SensorTagSession {
     private func end(_ reason: SessionEnd, closeBearer: Bool) {
         guard !ended else { return }
         ended = true
+        // A setup that failed starts from scratch next time, discovery included: the handles it
+        // used may be what made it fail (a database without the sensor services, cached under a
+        // firmware revision the device still reports once it offers them again).
+        if case .setupFailed = reason { cache.invalidate(tag.address) }
         isReady = false
         loop.cancel(watchdog)
         bearer.onNotification = nil

@@ -223,9 +223,10 @@ public final class TagSupervisor {
         self.counters = Array(repeating: SensorCounters(), count: tag.sensors.count)
     }
 
-    /// Starts the cycle with an immediate connection attempt.
+    /// Starts the cycle with an immediate connection attempt; after `stop()`, starts it again.
     public func start() {
         guard state == .idle || state == .stopped else { return }
+        state = .idle  // connect() does nothing for a stopped tag
         failures = 0
         connect()
     }

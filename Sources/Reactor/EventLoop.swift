@@ -154,6 +154,8 @@ public final class EventLoop {
     }
 
     public var pendingTimers: Int { timerHandlers.count }
+    /// Descriptors being watched (the stateful fuzz target checks none is left behind).
+    public var watchedDescriptors: Int { registrations.count }
 
     // MARK: Running
 

@@ -113,13 +113,16 @@ public struct AttributeTable: Sendable {
     public private(set) var attributes: [Attribute]
 
     /// Builds the table. `userDescriptions` adds a 0x2901 descriptor after every characteristic
-    /// value (and its CCCD), as TI's firmware does.
-    public init(model: EmulatedModel, userDescriptions: Bool = true) {
+    /// value (and its CCCD), as TI's firmware does. Without `sensorServices` the device has only
+    /// GAP, GATT and Device Information; `strings` replaces the value of every string
+    /// characteristic and user description (fault injection, see `Faults`).
+    public init(model: EmulatedModel, userDescriptions: Bool = true, sensorServices: Bool = true, strings: [UInt8]? = nil) {
         self.model = model
-        var b = Builder(userDescriptions: userDescriptions)
+        var b = Builder(userDescriptions: userDescriptions, strings: strings)
+        let string = { (s: String) in strings ?? Array(s.utf8) }
 
         b.service(AttributeTable.genericAccess)
-        b.characteristic(AttributeTable.deviceName, name: "Device Name", properties: [.read], value: Array(model.deviceName.utf8))
+        b.characteristic(AttributeTable.deviceName, name: "Device Name", properties: [.read], value: string(model.deviceName))
         b.characteristic(AttributeTable.appearance, name: "Appearance", properties: [.read], value: [0x00, 0x00])
         // 100–200 ms interval, latency 0, 10 s supervision timeout (TI's defaults, in their units).
         b.characteristic(AttributeTable.preferredConnectionParameters, name: "Peripheral Preferred Connection Parameters",
@@ -131,16 +134,16 @@ public struct AttributeTable: Sendable {
 
         b.service(DeviceInformation.uuid)
         b.characteristic(AttributeTable.modelNumber, name: "Model Number String", properties: [.read],
-                         value: Array(model.deviceName.utf8))
+                         value: string(model.deviceName))
         for c in DeviceInformation.profile.characteristics {
-            let value = c.uuid == DeviceInformation.FirmwareRevision.uuid ? Array(model.firmware.utf8) : c.initialValue
+            let value = c.uuid == DeviceInformation.FirmwareRevision.uuid ? string(model.firmware) : c.initialValue
             b.characteristic(c, value: value)
         }
         b.characteristic(AttributeTable.manufacturerName, name: "Manufacturer Name String", properties: [.read],
-                         value: Array("Texas Instruments".utf8))
+                         value: string("Texas Instruments"))
 
         let omitPeriod = model.sensorsWithoutPeriod
-        for sensor in SensorProfile.all(for: model.hardware) {
+        for sensor in SensorProfile.all(for: model.hardware) where sensorServices {
             b.service(sensor.service.uuid)
             for c in sensor.service.characteristics {
                 if c.role == .period && omitPeriod.contains(sensor.sensor) { continue }
@@ -152,6 +155,13 @@ public struct AttributeTable: Sendable {
         }
         b.finish()
         attributes = b.attributes
+    }
+
+    /// The handles of the string characteristics: device name, model number, firmware revision,
+    /// manufacturer name.
+    public var stringHandles: [UInt16] {
+        [AttributeTable.deviceName, AttributeTable.modelNumber, DeviceInformation.FirmwareRevision.uuid,
+         AttributeTable.manufacturerName].compactMap { valueHandle($0) }
     }
 
     // MARK: Lookup
@@ -216,6 +226,7 @@ public struct AttributeTable: Sendable {
 
     private struct Builder {
         let userDescriptions: Bool
+        let strings: [UInt8]?
         var attributes: [Attribute] = []
         var serviceIndex: Int?
         var service = GATTUUID.sig(0)
@@ -263,7 +274,7 @@ public struct AttributeTable: Sendable {
                                             groupEnd: next, characteristic: nil, properties: []))
             }
             if userDescriptions {
-                attributes.append(Attribute(handle: next, type: AttributeTable.userDescription, value: Array(name.utf8),
+                attributes.append(Attribute(handle: next, type: AttributeTable.userDescription, value: strings ?? Array(name.utf8),
                                             readable: true, writable: false,
                                             kind: .userDescription(valueHandle: valueHandle), service: service,
                                             groupEnd: next, characteristic: nil, properties: []))

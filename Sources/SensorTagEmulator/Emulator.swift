@@ -37,7 +37,9 @@ public final class SensorTagEmulator {
     /// by default).
     public let calibration: CC2541.Barometer.Calibration
     public let server: GATTServer
-    public var faults = Faults()
+    public var faults = Faults() {
+        didSet { if faults.unknownHandleNotifications != oldValue.unknownHandleNotifications { armUnknownHandleNotifications() } }
+    }
     /// Load generation: when set, every enabled periodic sensor notifies at this interval instead
     /// of its period, so benchmarks can drive a daemon faster than real firmware allows.
     public var notificationInterval: Duration?
@@ -55,6 +57,8 @@ public final class SensorTagEmulator {
     public private(set) var lastCloseReason: ATTBearerCloseReason?
     public private(set) var notificationsSent = 0
     public private(set) var requestsIgnored = 0
+    /// Notifications sent on `unknownHandle` (`faults.unknownHandleNotifications`).
+    public private(set) var unknownHandleNotificationsSent = 0
 
     private let userDescriptions: Bool
     private var sensors: [SensorState] = []
@@ -65,6 +69,18 @@ public final class SensorTagEmulator {
     private var lastStates: [Sensor: PhysicalState] = [:]
     private var advertisingWatchers: [UInt64: () -> Void] = [:]
     private var nextWatcher: UInt64 = 0
+    /// The table's shape (sensor services, hostile strings) as the faults asked when it was built.
+    private var tableShape: TableShape
+    private var unknownHandleTimer: TimerID?
+
+    private struct TableShape: Equatable {
+        var sensorServices: Bool
+        var strings: HostileString?
+        init(_ faults: Faults) {
+            sensorServices = !faults.withoutSensorServices
+            strings = faults.hostileStrings
+        }
+    }
 
     private struct SensorState {
         let profile: SensorProfile
@@ -95,6 +111,7 @@ public final class SensorTagEmulator {
         self.environment = Environment(seed: seed)
         self.calibration = calibration
         self.userDescriptions = userDescriptions
+        self.tableShape = TableShape(Faults())
         self.server = GATTServer(table: AttributeTable(model: model, userDescriptions: userDescriptions),
                                  preferredMTU: preferredMTU)
         server.onWrite = { [weak self] handle, value, _ in
@@ -154,6 +171,9 @@ public final class SensorTagEmulator {
         connections += 1
         newBearer.mtu = ATT.defaultMTU
         server.resetLink()
+        // A device fault that changes the attribute table takes effect as the tag boots into a
+        // new connection.
+        if TableShape(faults) != tableShape { rebuildTable() }
         newBearer.onRequest = { [weak self, weak newBearer] pdu, bytes in
             guard let self, let newBearer else { return }
             self.received(pdu, bytes, on: newBearer)
@@ -162,6 +182,7 @@ public final class SensorTagEmulator {
             guard let self, let newBearer else { return }
             self.closed(newBearer, reason)
         }
+        armUnknownHandleNotifications()
         return true
     }
 
@@ -306,6 +327,15 @@ public final class SensorTagEmulator {
         if faults.ignoreRequests {
             requestsIgnored += 1
             return
+        }
+        switch pdu {
+        case .readRequest(let h), .readBlobRequest(let h, _):
+            if let type = table[h]?.type, faults.unansweredReads.contains(type) {
+                requestsIgnored += 1
+                return
+            }
+        default:
+            break
         }
         guard var response = server.respond(to: pdu, in: bytes) else { return }
         if case .exchangeMTURequest = pdu { b.mtu = server.mtu }
@@ -544,13 +574,41 @@ public final class SensorTagEmulator {
         disconnects += 1
         lastCloseReason = reason
         // resetSensorSetup(): every sensor off, periods and CCCDs back to their defaults.
-        for s in sensors { loop.cancel(s.timer) }
-        server.table = AttributeTable(model: model, userDescriptions: userDescriptions)
+        loop.cancel(unknownHandleTimer)
+        unknownHandleTimer = nil
+        rebuildTable()
         server.resetLink()
-        buildSensors()
         ioOutputs = 0
-        if let h = table.valueHandle(Battery.Level.uuid) { server.table.setValue([batteryLevel], at: h) }
         advertisingMayHaveStarted()
+    }
+
+    /// A fresh attribute table as the faults ask for it: every sensor off, periods and CCCDs at
+    /// their defaults.
+    private func rebuildTable() {
+        for s in sensors { loop.cancel(s.timer) }
+        tableShape = TableShape(faults)
+        server.table = AttributeTable(model: model, userDescriptions: userDescriptions,
+                                      sensorServices: tableShape.sensorServices, strings: tableShape.strings?.bytes)
+        buildSensors()
+        if let h = table.valueHandle(Battery.Level.uuid) { server.table.setValue([batteryLevel], at: h) }
+    }
+
+    // MARK: Notifications on an unknown handle
+
+    /// A handle no attribute has: the first after the table's last.
+    public var unknownHandle: UInt16 { table.lastHandle &+ 1 }
+
+    private func armUnknownHandleNotifications() {
+        loop.cancel(unknownHandleTimer)
+        unknownHandleTimer = nil
+        guard bearer != nil, let interval = faults.unknownHandleNotifications, interval > .zero else { return }
+        unknownHandleTimer = loop.schedule(after: interval) { [weak self] in
+            guard let self, let bearer = self.bearer else { return }
+            self.unknownHandleNotificationsSent += 1
+            let n = UInt8(truncatingIfNeeded: self.unknownHandleNotificationsSent)
+            bearer.sendRaw([ATTOpcode.handleValueNotification.rawValue] + le16(self.unknownHandle) + [0xDE, 0xAD, n])
+            self.armUnknownHandleNotifications()
+        }
     }
 
     private func firstNotifyingDataHandle() -> UInt16 {

@@ -13,6 +13,9 @@ public struct Faults: Sendable, Equatable {
     public var ignoreRequests = false
     /// Hold every response this long before sending it (requests are still processed at once).
     public var responseDelay: Duration = .zero
+    /// Leave Read and Read Blob requests of these characteristics unanswered (a firmware that
+    /// hangs reading one): the client's request times out.
+    public var unansweredReads: Set<GATTUUID> = []
     /// Send no notifications at all while staying connected; sensors keep measuring.
     public var silent = false
     /// Refuse new connections (`connect()` throws, `attach(_:)` closes the bearer). A listener
@@ -25,8 +28,62 @@ public struct Faults: Sendable, Equatable {
     public var oversizedResponses = false
     /// Replace every sensor notification by a malformed one.
     public var malformedNotifications: NotificationFault?
+    /// While connected, notify a handle that no characteristic has (`SensorTagEmulator.unknownHandle`)
+    /// at this interval, also while `silent`: a device that keeps talking, but not about any
+    /// sensor. nil: never.
+    public var unknownHandleNotifications: Duration?
+    /// The device offers only GAP, GATT and Device Information, no sensor service (a phone, a
+    /// beacon or another vendor's device at a configured address). Takes effect at the next
+    /// connection, when the attribute table is built again.
+    public var withoutSensorServices = false
+    /// Every string characteristic (device name, model number, firmware revision, manufacturer
+    /// name) and every user description holds this string's bytes. Takes effect at the next
+    /// connection.
+    public var hostileStrings: HostileString?
 
     public init() {}
+}
+
+/// What a broken or malicious device may put in a string characteristic: GATT values are up to
+/// 512 bytes of anything, and nothing makes them UTF-8, printable or one line.
+public enum HostileString: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// Newlines followed by what a log reader takes for a priority prefix and a message.
+    case newlines = "newlines"
+    /// Terminal escape sequences (clear the screen, set the title, colours), a carriage return,
+    /// BEL, the C1 control CSI and DEL.
+    case escapes = "escapes"
+    /// 512 bytes, the longest attribute value, with a newline in the middle.
+    case long = "long"
+    /// Bytes that are not UTF-8: a lone continuation byte, 0xFF, an overlong NUL, a surrogate.
+    case invalidUTF8 = "invalid-utf8"
+    /// NUL bytes, and U+2028/U+2029/U+0085, which some readers take for line ends.
+    case separators = "separators"
+    /// A zero-length value.
+    case empty = "empty"
+
+    public var description: String { rawValue }
+
+    /// The value's bytes. Each starts like a firmware revision ("1.50") where it can, so code
+    /// that looks at the version is exercised too.
+    public var bytes: [UInt8] {
+        switch self {
+        case .newlines:
+            return Array("1.50\n<0>collectord: forged emergency\n<3>kitchen: forged error\n".utf8)
+        case .escapes:
+            return Array("1.50 \u{1B}[2J\u{1B}]0;owned\u{07}\u{1B}[31mred\r\u{7F}".utf8) + [0xC2, 0x9B] + Array("0m".utf8)
+        case .long:
+            let head = Array("1.50 (".utf8), middle = Array("\n<0>forged\n".utf8)
+            let fill = 512 - head.count - middle.count - 1
+            return head + [UInt8](repeating: UInt8(ascii: "A"), count: fill / 2) + middle
+                + [UInt8](repeating: UInt8(ascii: "B"), count: fill - fill / 2) + [UInt8(ascii: ")")]
+        case .invalidUTF8:
+            return Array("1.50 ".utf8) + [0x80, 0xFF, 0xC0, 0x80, 0xED, 0xA0, 0x80, 0xF4, 0x90, 0x80, 0x80, 0xE2, 0x82]
+        case .separators:
+            return Array("1.50\u{0}hidden\u{2028}line\u{2029}paragraph\u{85}next".utf8)
+        case .empty:
+            return []
+        }
+    }
 }
 
 /// How a notification is corrupted.

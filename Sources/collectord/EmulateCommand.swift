@@ -20,6 +20,10 @@ struct Emulate: Command {
     static let dropEvery = Option<Double?>("drop-every", valueName: "seconds", hidden: true, help: "With --socket-dir: mean seconds between random link drops.")
     static let malformedEvery = Option<Double?>("malformed-every", valueName: "seconds", hidden: true, help: "With --socket-dir: mean seconds between malformed PDUs.")
     static let silentTags = Option("silent-tags", default: 0, valueName: "n", hidden: true, help: "With --socket-dir: this many of the tags send no notifications.")
+    // Device faults for the tests (see SensorTagEmulator's Faults), hidden too.
+    static let unknownHandleMs = Option<Int?>("unknown-handle-ms", valueName: "milliseconds", hidden: true, help: "Notify a handle the tag does not have every this many milliseconds while connected.")
+    static let withoutSensorServices = Flag("without-sensor-services", hidden: true, help: "Offer only GAP, GATT and Device Information, no sensor service.")
+    static let hostileStrings = Option<String?>("hostile-strings", valueName: "kind", hidden: true, help: "Fill every string characteristic with a hostile value: \(HostileString.allCases.map(\.rawValue).joined(separator: ", ")), or all (tag i of --tags gets kind i).")
 
     static let info = CommandInfo(
         name: "emulate",
@@ -30,7 +34,8 @@ struct Emulate: Command {
             instead (for `run --tag-sockets`, the benchmarks and the soak), and prints a summary \
             line on SIGTERM; SIGUSR1 drops every link.
             """,
-        arguments: [model, adapter, firmware, seed, socketDir, tags, firstAddress, intervalUs, dropEvery, malformedEvery, silentTags]
+        arguments: [model, adapter, firmware, seed, socketDir, tags, firstAddress, intervalUs, dropEvery, malformedEvery, silentTags,
+                    unknownHandleMs, withoutSensorServices, hostileStrings]
     )
 
     var model: String
@@ -44,6 +49,9 @@ struct Emulate: Command {
     var dropEvery: Double?
     var malformedEvery: Double?
     var silentTags: Int
+    var unknownHandleMs: Int?
+    var withoutSensorServices: Bool
+    var hostileStrings: String?
 
     init(_ arguments: ParsedArguments) {
         model = arguments[Self.model]
@@ -57,6 +65,16 @@ struct Emulate: Command {
         dropEvery = arguments[Self.dropEvery]
         malformedEvery = arguments[Self.malformedEvery]
         silentTags = arguments[Self.silentTags]
+        unknownHandleMs = arguments[Self.unknownHandleMs]
+        withoutSensorServices = arguments[Self.withoutSensorServices]
+        hostileStrings = arguments[Self.hostileStrings]
+    }
+
+    /// The kinds `--hostile-strings` names: one, or all of them in turn; nil when it names none.
+    private var hostileKinds: [HostileString]? {
+        guard let hostileStrings else { return [] }
+        if hostileStrings == "all" { return HostileString.allCases }
+        return HostileString(rawValue: hostileStrings).map { [$0] }
     }
 
     func run() throws {
@@ -70,8 +88,12 @@ struct Emulate: Command {
         case .cc2650: emulated = firmware.map { .cc2650(firmware: $0) } ?? .cc2650()
         case .cc1350: emulated = firmware.map { .cc1350(firmware: $0) } ?? .cc1350()
         }
+        guard let hostile = hostileKinds, (unknownHandleMs ?? 1) > 0 else {
+            writeStderr("collectord emulate: bad --hostile-strings (expected \(HostileString.allCases.map(\.rawValue).joined(separator: ", ")) or all) or --unknown-handle-ms\n")
+            throw ExitCode(64)
+        }
         let loop = try EventLoop()
-        if let socketDir { return try serveSockets(socketDir, emulated, loop) }
+        if let socketDir { return try serveSockets(socketDir, emulated, loop, hostile) }
         let local: Adapter
         let hci: HCISocket
         do {
@@ -82,6 +104,9 @@ struct Emulate: Command {
             throw ExitCode(69)
         }
         let tag = SensorTagEmulator(model: emulated, loop: loop, seed: seed)
+        tag.faults.unknownHandleNotifications = unknownHandleMs.map { .milliseconds($0) }
+        tag.faults.withoutSensorServices = withoutSensorServices
+        tag.faults.hostileStrings = hostile.first
         let advertisement = advertisingData(name: emulated.deviceName,
                                             services: hardware.generation == .cc2650 ? [0xAA80] : [])
         func advertise() {
@@ -117,7 +142,7 @@ struct Emulate: Command {
         listener.close()
     }
 
-    private func serveSockets(_ directory: String, _ model: EmulatedModel, _ loop: EventLoop) throws {
+    private func serveSockets(_ directory: String, _ model: EmulatedModel, _ loop: EventLoop, _ hostile: [HostileString]) throws {
         guard let first = BluetoothAddress(firstAddress), tags >= 1, silentTags >= 0, silentTags <= tags,
               (intervalUs ?? 1) > 0, (dropEvery ?? 1) > 0, (malformedEvery ?? 1) > 0 else {
             writeStderr("collectord emulate: bad --first-address, --tags, --silent-tags, --interval-us, --drop-every or --malformed-every\n")
@@ -127,7 +152,9 @@ struct Emulate: Command {
         do {
             fleet = try SocketFleet(loop: loop, model: model, count: tags, first: first, directory: directory,
                                     interval: intervalUs.map { .microseconds($0) }, seed: seed,
-                                    mischief: .init(dropEvery: dropEvery, malformedEvery: malformedEvery, silentTags: silentTags))
+                                    mischief: .init(dropEvery: dropEvery, malformedEvery: malformedEvery, silentTags: silentTags,
+                                                    unknownHandleEvery: unknownHandleMs.map { .milliseconds($0) },
+                                                    withoutSensorServices: withoutSensorServices, hostileStrings: hostile))
         } catch {
             writeStderr("collectord emulate: \(error)\n")
             throw ExitCode(69)

@@ -18,6 +18,12 @@ final class SocketFleet {
         var malformedEvery: Double?
         /// This many tags (the last ones) stay connected but send no notifications.
         var silentTags = 0
+        /// Every tag notifies a handle it does not have at this interval while connected.
+        var unknownHandleEvery: Duration?
+        /// Every tag offers only GAP, GATT and Device Information.
+        var withoutSensorServices = false
+        /// Tag i's string characteristics hold `hostileStrings[i % count]` (none when empty).
+        var hostileStrings: [HostileString] = []
     }
 
     private let loop: EventLoop
@@ -36,6 +42,9 @@ final class SocketFleet {
             let tag = SensorTagEmulator(model: model, loop: loop, seed: seed &+ UInt64(i))
             tag.notificationInterval = interval
             tag.faults.silent = i >= count - mischief.silentTags
+            tag.faults.unknownHandleNotifications = mischief.unknownHandleEvery
+            tag.faults.withoutSensorServices = mischief.withoutSensorServices
+            tag.faults.hostileStrings = mischief.hostileStrings.isEmpty ? nil : mischief.hostileStrings[i % mischief.hostileStrings.count]
             let address = SocketFleet.address(first, plus: i)
             let host = try TagSocketHost(tag: tag, directory: directory, address: address, loop: loop)
             host.onLink = { up in writeStderr("<7>emulate: \(address) \(up ? "connected" : "disconnected")\n") }

@@ -993,6 +993,87 @@ func expectPlausible(_ r: Reading, sourceLocation: SourceLocation = #_sourceLoca
         #expect(h.bearer.counters.oversized == 1)
     }
 
+    @Test func notificationsOnAnUnknownHandleAtAnInterval() throws {
+        let h = try EmulatorHarness(.cc2650(), connect: false)
+        h.emulator.faults.unknownHandleNotifications = .milliseconds(250)
+        try h.connect()
+        let db = try h.discover()
+        let unknown = h.emulator.unknownHandle
+        #expect(unknown == h.emulator.table.lastHandle + 1)
+        #expect(db.services.allSatisfy { $0.end < unknown }, "no attribute has the handle")
+        // Every 250 ms (a notification due at the end of a run is read by the next one).
+        h.run(for: .milliseconds(1100))
+        #expect(h.notifications(of: unknown).count == 4 && h.notifications.count == 4)
+        // Also from a tag whose sensors are silent.
+        h.emulator.faults.silent = true
+        h.run(for: .seconds(1))
+        #expect(h.notifications(of: unknown).count == 8)
+        h.emulator.faults.unknownHandleNotifications = nil
+        h.run(for: .seconds(1))
+        #expect(h.notifications.count == 8 && h.emulator.unknownHandleNotificationsSent == 8)
+        // Set again while connected, it starts at once; a new link keeps it.
+        h.emulator.faults.unknownHandleNotifications = .seconds(1)
+        h.run(for: .milliseconds(1100))
+        #expect(h.notifications.count == 9)
+        h.emulator.dropLink()
+        try h.connect()
+        h.run(for: .milliseconds(2100))
+        #expect(h.notifications(of: unknown).count == 2)
+        #expect(h.bearer.isOpen)
+    }
+
+    @Test func aDeviceWithoutSensorServices() throws {
+        let h = try EmulatorHarness(.cc2650(), connect: false)
+        h.emulator.faults.withoutSensorServices = true
+        try h.connect()
+        let db = try h.discover()
+        #expect(db.services.map(\.uuid) == [AttributeTable.genericAccess, AttributeTable.genericAttribute, DeviceInformation.uuid])
+        #expect(db == h.emulator.table.database)
+        let firmware = try #require(db.characteristic(DeviceInformation.FirmwareRevision.uuid))
+        #expect(h.mustRead(firmware.valueHandle) == Array("1.50 (Mar 24 2016)".utf8))
+        #expect(!h.emulator.isEnabled(.humidity) && h.emulator.period(of: .humidity) == nil)
+        h.emulator.pressKey(1)
+        h.emulator.setBatteryLevel(50)
+        h.run(for: .seconds(5))
+        #expect(h.notifications.isEmpty)
+        // The services come back with the next connection, not in the middle of this one.
+        h.emulator.faults.withoutSensorServices = false
+        #expect(try h.discover() == db)
+        h.emulator.dropLink()
+        try h.connect()
+        #expect(try h.discover() == AttributeTable(model: .cc2650()).database)
+    }
+
+    @Test(arguments: HostileString.allCases)
+    func hostileStringsInEveryStringCharacteristic(kind: HostileString) throws {
+        let h = try EmulatorHarness(.cc2541(), connect: false)
+        h.emulator.faults.hostileStrings = kind
+        try h.connect()
+        try h.exchangeMTU()
+        let db = try h.discover()
+        let strings = [AttributeTable.deviceName, AttributeTable.modelNumber, DeviceInformation.FirmwareRevision.uuid,
+                       AttributeTable.manufacturerName]
+        for uuid in strings {
+            let c = try #require(db.characteristic(uuid), "\(uuid)")
+            #expect(h.mustRead(c.valueHandle) == kind.bytes, "\(uuid)")
+        }
+        #expect(h.emulator.table.stringHandles.count == 4)
+        let descriptions = h.emulator.table.attributes.filter { $0.type == AttributeTable.userDescription }
+        #expect(!descriptions.isEmpty && descriptions.allSatisfy { $0.value == kind.bytes })
+        // The sensors are unaffected.
+        #expect(db.service(CC2541.Humidity.uuid) != nil)
+    }
+
+    @Test func hostileStringsAreWhatTheirNamesSay() {
+        #expect(HostileString.long.bytes.count == 512)
+        #expect(String(validating: HostileString.invalidUTF8.bytes, as: UTF8.self) == nil)
+        for kind in HostileString.allCases where kind != .invalidUTF8 {
+            #expect(String(validating: kind.bytes, as: UTF8.self) != nil, "\(kind)")
+        }
+        #expect(HostileString.newlines.bytes.contains(0x0A) && HostileString.escapes.bytes.contains(0x1B))
+        #expect(HostileString.separators.bytes.contains(0) && HostileString.empty.bytes.isEmpty)
+    }
+
     @Test func refusedConnections() throws {
         let h = try EmulatorHarness(.cc2650(), connect: false)
         h.emulator.faults.refuseConnections = true

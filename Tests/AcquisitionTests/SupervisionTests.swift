@@ -350,6 +350,42 @@ func plausible(_ r: Reading) -> Bool {
         #expect(s.state == .streaming)
     }
 
+    /// Found by the gatt fuzz target: a firmware revision read that timed out was logged as
+    /// "unreadable" and setup went on over the closed link, so the link ended as "disconnected:
+    /// peer closed the link" (or as a setup failure, "none of the sensors could be set up"), not
+    /// as the ATT timeout it was.
+    @Test func aFirmwareReadThatTimesOutIsATimeout() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity)])
+        s.requestTimeout = .seconds(2)
+        emulator.faults.unansweredReads = [DeviceInformation.FirmwareRevision.uuid]
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.events("t").count >= 3 }, limit: .seconds(30)))
+        #expect(Array(fleet.events("t").prefix(3)) == [.connecting(attempt: 1), .connected, .timeout("ATT request")])
+        #expect(fleet.count("t", "ready") == 0)
+        #expect(emulator.requestsIgnored == 1)
+    }
+
+    /// The same on a reconnect, where the firmware revision is read to check the handle cache: a
+    /// timeout is a timeout, and the cache is kept (it said nothing about the handles).
+    @Test func aCacheCheckThatTimesOutIsATimeoutAndKeepsTheCache() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity)])
+        s.requestTimeout = .seconds(2)
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming }))
+        emulator.faults.unansweredReads = [DeviceInformation.FirmwareRevision.uuid]
+        emulator.dropLink()
+        #expect(fleet.run(until: { fleet.events("t").count >= 6 }, limit: .seconds(30)))
+        #expect(Array(fleet.events("t").dropFirst(3).prefix(3)) == [.disconnected("peer closed the link"), .connecting(attempt: 2), .connected])
+        #expect(fleet.run(until: { fleet.events("t").count >= 7 }, limit: .seconds(30)))
+        #expect(fleet.events("t")[6] == .timeout("ATT request"), "\(fleet.events("t"))")
+        #expect(fleet.cache.entry(for: s.tag.address) != nil && fleet.cache.misses == 1)
+        emulator.faults.unansweredReads = []
+        #expect(fleet.run(until: { s.state == .streaming }, limit: .seconds(60)))
+        #expect(fleet.cache.hits == 1, "the kept entry is used")
+    }
+
     @Test func slowResponsesStillComplete() throws {
         let fleet = try Fleet()
         let (s, emulator) = fleet.add(.cc2650(), name: "t")
@@ -417,6 +453,76 @@ func plausible(_ r: Reading) -> Bool {
         #expect(lines.last?.contains("more in the last minute") == true)
     }
 
+    /// A device at a tag's address that offers no sensor service (a phone, a beacon, a tag
+    /// running other firmware) is a setup failure, retried with backoff and given up on like any
+    /// other, never 'streaming'; once it offers its services, it streams. Found with the fault:
+    /// the handle cache kept the database without sensor services (the firmware revision had not
+    /// changed), so every later attempt failed the same way until a restart; a failed setup now
+    /// forgets the tag's cached handles.
+    @Test func aDeviceWithoutSensorServicesIsASetupFailureRetriedWithBackoff() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity), SensorConfiguration(.movement)],
+                                      backoff: Backoff(base: .seconds(1), cap: .seconds(8), maxAttempts: 4))
+        emulator.faults.withoutSensorServices = true
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.events("t").contains(.giveUp(attempts: 4)) }, limit: .seconds(120)), "\(fleet.events("t"))")
+        #expect(fleet.count("t", "ready") == 0 && s.state != .streaming)
+        let reasons = fleet.events("t").filter { $0.name == "forced_disconnect" }
+        #expect(reasons.count == 4, "\(fleet.events("t"))")
+        #expect(reasons.allSatisfy { $0 == .forcedDisconnect("none of the 2 configured sensors could be set up") }, "\(reasons)")
+        // Backed off between the attempts: connect latency + 3/4 of 1, 2, 4 s (random 0.5).
+        let attempts = fleet.events.filter { $0.tag == "t" && $0.event.name == "connecting" }.map(\.at).prefix(4)
+        let gaps = zip(attempts.dropFirst(), attempts).map { ($0 - $1) - fleet.air.connectLatency }
+        #expect(gaps == [.milliseconds(750), .milliseconds(1500), .seconds(3)])
+        #expect(fleet.logs.contains("t: humidity: data characteristic \(CC2650.Humidity.Data.uuid) not found; skipped"), "\(fleet.logs)")
+        // The device reboots into the right firmware: its next advertisement brings it back.
+        emulator.faults.withoutSensorServices = false
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .humidity) >= 1 }, limit: .seconds(60)), "\(fleet.events("t"))")
+    }
+
+    /// A device notifying a handle no sensor was set up on: each is counted, none becomes a
+    /// reading, and they do not keep a link whose sensors went silent alive.
+    @Test func notificationsOnAnUnknownHandleAreCountedNotTaken() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity, periodMilliseconds: 1000)])
+        emulator.faults.unknownHandleNotifications = .milliseconds(200)
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .humidity) >= 5 }))
+        let session = try #require(s.session)
+        #expect(session.unknownHandles >= 20 && emulator.unknownHandleNotificationsSent >= 20,
+                "\(session.unknownHandles) counted of \(emulator.unknownHandleNotificationsSent)")
+        #expect(fleet.readings["t"]?.keys.map { $0 } == [.humidity])
+        #expect(fleet.readings["t"]?[.humidity]?.allSatisfy { plausible($0.0) } == true)
+        #expect(s.currentCounters[0].decodeErrors == 0)
+        // The sensors fall silent, the stray notifications go on: dropped like a silent tag.
+        emulator.faults.silent = true
+        let silentSince = fleet.loop.now, sent = emulator.unknownHandleNotificationsSent
+        #expect(fleet.run(until: { fleet.count("t", "forced_disconnect") == 1 }, limit: .seconds(30)), "\(fleet.events("t"))")
+        #expect(fleet.events.last { $0.event.name == "forced_disconnect" }!.at - silentSince <= .seconds(5))
+        #expect(emulator.unknownHandleNotificationsSent >= sent + 15, "they went on until the drop")
+        #expect(fleet.logs.contains { $0.contains("no notification for") })
+    }
+
+    /// Hostile strings in every string characteristic: the tag is set up and streams; the
+    /// firmware revision is what the session reports (`Log` escapes it, see DaemonTests), or
+    /// unknown when it is not UTF-8; the handle cache still works on a reconnect.
+    @Test(arguments: HostileString.allCases)
+    func hostileStringsDoNotStopATag(kind: HostileString) throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2541(), name: "t", sensors: [SensorConfiguration(.humidity)])
+        emulator.faults.hostileStrings = kind
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .humidity) >= 2 }), "\(fleet.events("t"))")
+        let firmware = String(validating: kind.bytes, as: UTF8.self)
+        #expect(fleet.events("t").contains(.ready(model: .cc2541, firmware: firmware)), "\(fleet.events("t"))")
+        if firmware == nil {
+            #expect(fleet.logs.contains { $0.contains("firmware revision: ") && $0.contains("UTF-8") }, "\(fleet.logs)")
+        }
+        emulator.dropLink()
+        #expect(fleet.run(until: { s.reconnects == 1 && s.state == .streaming && fleet.count("t", .humidity) >= 4 }))
+        #expect(fleet.cache.misses + fleet.cache.hits == 2)
+    }
+
     @Test func garbageDiscoveryFailsSetupAndRetries() throws {
         let fleet = try Fleet()
         let (s, emulator) = fleet.add(.cc2541(), name: "t")
@@ -448,6 +554,21 @@ func plausible(_ r: Reading) -> Bool {
         #expect(fleet.run(until: { s.state == .streaming && waiting.state == .streaming }, limit: .seconds(60)))
         #expect(fleet.loop.now - back < .seconds(5))
         #expect(s.failures == 0 && waiting.failures == 0)
+    }
+
+    /// Found by the gatt fuzz target: start() after stop() did nothing (connect() returns for a
+    /// stopped tag, and start() left the state at stopped), so a stopped supervisor could not be
+    /// started again.
+    @Test func aStoppedSupervisorStartsAgain() throws {
+        let fleet = try Fleet()
+        let (s, _) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity)])
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming }))
+        s.stop()
+        fleet.run(for: .seconds(5))
+        s.start()
+        #expect(fleet.run(until: { s.state == .streaming }, limit: .seconds(10)), "\(s.state): \(fleet.events("t"))")
+        #expect(fleet.count("t", "connecting") == 2 && fleet.count("t", "ready") == 2)
     }
 
     @Test func stopDisconnectsAndStaysStopped() throws {

@@ -188,6 +188,13 @@ private struct Probe: Command {
         #expect(emulate.socketDir == "/d" && emulate.tags == 8 && emulate.seed == 5 && emulate.intervalUs == 10000)
         #expect(emulate.dropEvery == 3 && emulate.malformedEvery == 2.5 && emulate.silentTags == 1)
         #expect(emulate.firstAddress == "B0:B4:48:00:00:09")
+        #expect(emulate.unknownHandleMs == nil && !emulate.withoutSensorServices && emulate.hostileStrings == nil)
+        guard case .run(let f) = try parse(["emulate", "--socket-dir", "/d", "--unknown-handle-ms", "500", "--without-sensor-services",
+                                            "--hostile-strings", "all"]),
+              let faulty = f as? Emulate else {
+            Issue.record("emulate with faults"); return
+        }
+        #expect(faulty.unknownHandleMs == 500 && faulty.withoutSensorServices && faulty.hostileStrings == "all")
     }
 
     @Test(arguments: [
@@ -252,7 +259,8 @@ private struct Probe: Command {
                 #expect(line.count <= 80, "\(command.info.name) --help: \(line)")
             }
         }
-        #expect(hiddenSeen == 8)  // run --tag-sockets, and emulate's seven for --socket-dir mode
+        // run --tag-sockets, emulate's seven for --socket-dir mode and its three device faults
+        #expect(hiddenSeen == 11)
         for line in program.help().split(separator: "\n") { #expect(line.count <= 80) }
     }
 

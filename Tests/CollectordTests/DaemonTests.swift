@@ -675,6 +675,51 @@ func gapFree(_ seqs: [Int]) -> Bool {
         #expect(daemon.log.contains(#"firmware 1.50\n<0>collectord: forged emergency\r\u{1b}[2J\u{85}end"#), "escaped, not lost")
     }
 
+    /// The emulator's device faults against the daemon: hostile strings in every string
+    /// characteristic of six tags (one kind each) never reach the log unescaped or undecoded; a
+    /// device without sensor services is a setup failure, not 'streaming'; notifications on an
+    /// unknown handle neither stop a tag nor become readings.
+    @Test func hostileDevicesCannotForgeALogLineOrPassForATag() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port)
+        let sockets = try makeTemporaryDirectory("hostile-devices")
+        defer { try? FileManager.default.removeItem(at: sockets) }
+        let binary = DecodeProcessTests.binary.path
+        let kinds = ["newlines", "escapes", "long", "invalid-utf8", "separators", "empty"]
+        let hostile = try ChildProcess(binary, ["emulate", "--socket-dir", sockets.path, "--tags", "\(kinds.count)",
+                                                "--first-address", "00:AA:02:00:00:01", "--hostile-strings", "all",
+                                                "--unknown-handle-ms", "300"])
+        let bare = try ChildProcess(binary, ["emulate", "--socket-dir", sockets.path, "--tags", "1",
+                                             "--first-address", "00:AA:03:00:00:01", "--without-sensor-services"])
+        var tags = ""
+        for i in kinds.indices {
+            tags += "[[tag]]\nname = \"h\(i)\"\naddress = \"00:AA:02:00:00:0\(i + 1)\"\nmodel = \"cc2650\"\n"
+        }
+        tags += "[[tag]]\nname = \"bare\"\naddress = \"00:AA:03:00:00:01\"\n"
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: tags))
+        try daemon.start(tagSockets: sockets.path)
+        #expect(daemon.waitForLog(": streaming (", count: kinds.count), "every hostile tag streams: \(daemon.log)")
+        #expect(daemon.waitForLog("bare: forced disconnect: none of the", count: 2), "the bare device fails setup, again")
+        #expect(sub.waitFor { s in kinds.indices.allSatisfy { !s.seqs("h\($0)/humidity").isEmpty } }, "and publishes")
+        daemon.stop()
+        hostile.stop(gracefully: true)
+        bare.stop(gracefully: true)
+        sub.stop()
+        let log = daemon.log
+        let lines = log.split(separator: "\n", omittingEmptySubsequences: false)
+        #expect(lines.allSatisfy { $0.isEmpty || $0.range(of: #"^<[0-7]>"#, options: .regularExpression) != nil },
+                "every line starts with its priority: \(lines.filter { !$0.hasPrefix("<") })")
+        #expect(!lines.contains { $0.hasPrefix("<0>") || $0.hasPrefix("<3>kitchen") }, "a forged line")
+        let raw = log.unicodeScalars.filter { $0 != "\n" && ($0.value < 0x20 || (0x7F...0x9F).contains($0.value) || $0 == "\u{2028}" || $0 == "\u{2029}") }
+        #expect(raw.isEmpty, "raw control characters: \(raw.map { String($0.value, radix: 16) })")
+        #expect(!log.contains("\u{FFFD}"), "nothing but UTF-8 reaches the log")
+        #expect(log.contains(#"firmware 1.50\n<0>collectord: forged emergency\n<3>kitchen: forged error\n)"#), "escaped, not lost")
+        #expect(log.contains(#"firmware 1.50 \u{1b}[2J\u{1b}]0;owned\u{7}\u{1b}[31mred\r\u{7f}\u{9b}0m)"#))
+        #expect(log.contains(#"firmware 1.50\u{0}hidden\u{2028}line\u{2029}paragraph\u{85}next)"#))
+        #expect(log.contains("Firmware Revision String: invalid UTF-8 at byte 5"), "refused, not decoded lossily")
+        #expect(!log.contains("bare: streaming"))
+    }
+
     @Test func failoverToTheSecondBroker() throws {
         let broker = try Broker()
         let dead = freePort()
