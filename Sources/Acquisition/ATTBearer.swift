@@ -70,6 +70,9 @@ public struct ATTCounters: Sendable, Equatable {
     public var timeouts: UInt64 = 0
     /// Outbound PDUs dropped because the socket's send queue stayed full.
     public var dropped: UInt64 = 0
+    /// Inbound PDUs the kernel dropped because the socket's receive queue was full: the loop did
+    /// not read for longer than the queue holds (SO_RXQ_OVFL, as of the last PDU read).
+    public var kernelDropped: UInt64 = 0
     public init() {}
 
     /// Totals over several links (a tag's supervisor sums its sessions').
@@ -86,6 +89,7 @@ public struct ATTCounters: Sendable, Equatable {
         s.refusedRequests &+= b.refusedRequests
         s.timeouts &+= b.timeouts
         s.dropped &+= b.dropped
+        s.kernelDropped &+= b.kernelDropped
         return s
     }
 }
@@ -104,6 +108,11 @@ public final class ATTBearer {
     public var requestTimeout: Duration = .seconds(10)
     public private(set) var counters = ATTCounters()
     public private(set) var isOpen = true
+    /// When the kernel received the PDU being handled, on the loop's clock: earlier than `loop.now`
+    /// by as long as it waited in the socket's queue (after a stall of the loop, the whole
+    /// backlog is read at once, but each PDU keeps its own time). `loop.now` when the socket
+    /// gives no receive time.
+    public private(set) var arrival: Instant
 
     /// Notifications (client role). The span is the value inside the receive buffer: valid only
     /// during the call.
@@ -127,6 +136,8 @@ public final class ATTBearer {
     private var indicationPending: Pending?
     /// Receive buffer, allocated once: every PDU is parsed and decoded where it lands.
     private let rx: UnsafeMutableRawBufferPointer
+    /// Room for the receive time and drop count of one PDU (control messages), allocated once.
+    private let control: UnsafeMutableRawBufferPointer
     private var outbox: [[UInt8]] = []
     private var reply = ATTWriter(capacity: 32)
     private static let outboxLimit = 256
@@ -136,14 +147,21 @@ public final class ATTBearer {
         self.fd = fd
         self.loop = loop
         self.rx = .allocate(byteCount: ATT.maximumMTU + 1, alignment: 8)
+        self.control = .allocate(byteCount: collectord_recv_control_size(), alignment: 8)
+        self.arrival = loop.now
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        // Without them (a socket type that refuses), PDUs count as received when read.
+        _ = collectord_enable_receive_stamps(fd)
         // The loop holds the bearer through this handler until `close()` unwatches it, so a
         // bearer lives exactly as long as its link, whoever else holds it.
         try loop.watch(fd, .readable) { events in self.ready(events) }
     }
 
-    deinit { rx.deallocate() }
+    deinit {
+        rx.deallocate()
+        control.deallocate()
+    }
 
     /// The first `n` received bytes.
     private func received(_ n: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: rx[0..<n]) }
@@ -273,12 +291,22 @@ public final class ATTBearer {
 
     private func ready(_ events: IOEvents) {
         if events.contains(.writable) { flush() }
+        // Both clocks once per batch: a PDU's age is wall-clock time (the kernel's stamp), its
+        // arrival is on the loop's clock.
+        let now = loop.now
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        var stamp = timespec()
+        var drops = UInt32(truncatingIfNeeded: counters.kernelDropped)  // a PDU carries it only once non-zero
         // Drain what is queued, but yield to other descriptors after a bounded batch.
         for _ in 0..<64 {
             guard isOpen else { return }
             let result: IOResult<Int>
             do {
-                result = try Syscall.call("recv") { Glibc.recv(fd, rx.baseAddress, rx.count, Int32(MSG_DONTWAIT | MSG_TRUNC)) }
+                result = try Syscall.call("recvmsg") {
+                    collectord_recv_stamped(fd, rx.baseAddress, rx.count, Int32(MSG_DONTWAIT | MSG_TRUNC),
+                                            control.baseAddress, control.count, &stamp, &drops)
+                }
             } catch {
                 if error.errno == ECONNRESET || error.errno == EPIPE {
                     close(.peerClosed)
@@ -293,6 +321,8 @@ public final class ATTBearer {
             }
             if n > 0 {
                 counters.received += 1
+                counters.kernelDropped = UInt64(drops)
+                arrival = ATTBearer.arrival(stamp: stamp, wall: wall, now: now)
                 if n > rx.count || n > mtu {
                     counters.oversized += 1
                     if let p = pending, n > mtu, let op = ATTOpcode(rawValue: rx[0]), op.isResponse {
@@ -306,6 +336,16 @@ public final class ATTBearer {
                 return
             }
         }
+    }
+
+    /// `now` less the time from the kernel's `stamp` to `wall` (both CLOCK_REALTIME), never
+    /// later than `now`: the clock stepping back meanwhile makes the age zero, one stepping
+    /// forward (NTP's first sync on a Pi) makes PDUs only look older, hence spaced as they were.
+    static func arrival(stamp: timespec, wall: timespec, now: Instant) -> Instant {
+        guard stamp.tv_sec > 0 else { return now }
+        let age = (Int64(wall.tv_sec) - Int64(stamp.tv_sec)) * 1_000_000_000 + (Int64(wall.tv_nsec) - Int64(stamp.tv_nsec))
+        guard age > 0 else { return now }
+        return Instant(nanoseconds: now.nanoseconds - min(UInt64(age), now.nanoseconds))
     }
 
     private func dispatch(length n: Int) {
