@@ -46,3 +46,18 @@ static inline int collectord_enable_receive_stamps(int fd) {
     if (setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0) return -1;
     return setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof on);
 }
+
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The calling thread's effective capabilities as one bit set (bit n: capability n), read with
+   capget(2), which glibc does not wrap. Returns 0, or -1 with errno set. */
+static inline int collectord_effective_capabilities(uint64_t *effective) {
+    struct __user_cap_header_struct header = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+    memset(data, 0, sizeof data);
+    if (syscall(SYS_capget, &header, data) != 0) return -1;
+    *effective = (uint64_t)data[0].effective | ((uint64_t)data[1].effective << 32);
+    return 0;
+}
