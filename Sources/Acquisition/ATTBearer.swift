@@ -126,12 +126,15 @@ public final class ATTBearer {
     public var onClose: ((ATTBearerCloseReason) -> Void)?
 
     private struct Pending {
+        /// Which request or indication this is, so a timeout finds whether it is still waiting.
+        let serial: UInt64
         let request: UInt8
         let expect: ATTOpcode
         let handler: ResponseHandler
         var timer: TimerID?
     }
     private var pending: Pending?
+    private var serial: UInt64 = 0
     private var queue: [(bytes: [UInt8], expect: ATTOpcode, handler: ResponseHandler)] = []
     private var indicationPending: Pending?
     /// Receive buffer, allocated once: every PDU is parsed and decoded where it lands.
@@ -185,8 +188,10 @@ public final class ATTBearer {
     /// Sends an indication (server role) and calls `handler` when confirmed.
     public func indicate(_ bytes: [UInt8], handler: @escaping ResponseHandler) {
         guard isOpen, indicationPending == nil else { return withRawSpan([]) { handler(.failure(.disconnected), $0) } }
-        let timer = loop.schedule(after: requestTimeout) { [weak self] in self?.timedOut() }
-        indicationPending = Pending(request: ATTOpcode.handleValueIndication.rawValue, expect: .handleValueConfirmation,
+        serial &+= 1
+        let id = serial
+        let timer = loop.schedule(after: requestTimeout) { [weak self] in self?.timedOut(id) }
+        indicationPending = Pending(serial: id, request: ATTOpcode.handleValueIndication.rawValue, expect: .handleValueConfirmation,
                                     handler: handler, timer: timer)
         transmit(bytes)
     }
@@ -225,14 +230,29 @@ public final class ATTBearer {
     }
 
     private func start(_ bytes: [UInt8], expect: ATTOpcode, handler: @escaping ResponseHandler) {
-        let timer = loop.schedule(after: requestTimeout) { [weak self] in self?.timedOut() }
-        pending = Pending(request: bytes[0], expect: expect, handler: handler, timer: timer)
+        serial &+= 1
+        let id = serial
+        let timer = loop.schedule(after: requestTimeout) { [weak self] in self?.timedOut(id) }
+        pending = Pending(serial: id, request: bytes[0], expect: expect, handler: handler, timer: timer)
         transmit(bytes)
     }
 
-    private func timedOut() {
+    /// Request `id`'s time is up, unless its answer is already queued: the timers of a turn run
+    /// right after its handlers, so one that held the loop up leaves the socket unread.
+    private func timedOut(_ id: UInt64) {
+        readPending()
+        guard isOpen, pending?.serial == id || indicationPending?.serial == id else { return }
         counters.timeouts += 1
         close(.requestTimeout)
+    }
+
+    /// Reads what the socket holds now, as the loop would once it finds it readable. A timer that
+    /// judges the link by what arrived (a request timeout, a silence watchdog) calls this first:
+    /// after the loop was held up (a slow disk, a busy Pi, SIGSTOP), the timers of the turn run
+    /// before the loop has read what the kernel queued meanwhile.
+    public func readPending() {
+        guard isOpen else { return }
+        ready([])
     }
 
     private func transmit(_ bytes: [UInt8]) {

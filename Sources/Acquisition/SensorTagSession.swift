@@ -474,6 +474,9 @@ public final class SensorTagSession {
 
     private func checkSilence() {
         guard !ended, let window = silenceWindow else { return }
+        // What the kernel queued while the loop was held up is not silence.
+        if loop.now - lastNotification >= window { bearer.readPending() }
+        guard !ended else { return }
         if loop.now - lastNotification >= window {
             log(.warning, "no notification for \((loop.now - lastNotification).milliseconds) ms; dropping the link")
             end(.silent(loop.now - lastNotification), closeBearer: true)

@@ -188,6 +188,28 @@ import Testing
         #expect(arrivals[1] <= clock.now)
     }
 
+    /// A response that arrived while a handler held the loop up past the request timeout is an
+    /// answer, not a timeout: the turn's timers run before the loop reads the socket.
+    @Test func anAnswerQueuedWhileTheLoopWasHeldUpIsNoTimeout() throws {
+        defer { bearer.close(); close(peer) }
+        bearer.requestTimeout = .seconds(5)
+        var result: Result<ATTPDU, ATTRequestError>?
+        bearer.request([0x0A, 0x01, 0x00]) { r, _ in result = r }
+        settle()
+        #expect(receive(peer) == [0x0A, 0x01, 0x00])
+        let (slow, poke) = try makeSeqPacketPair()
+        defer { loop.unwatch(slow); close(slow); close(poke) }
+        try loop.watch(slow, .readable) { [clock, peer] _ in
+            _ = receive(slow)
+            transmit(peer, [0x0B, 0xAA])  // the answer comes while the loop is held up
+            clock.advance(by: .seconds(6))
+        }
+        transmit(poke, [1])
+        settle()
+        #expect(result == .success(.readResponse))
+        #expect(bearer.isOpen && bearer.counters.timeouts == 0)
+    }
+
     /// The stamp is wall-clock time, which may step: never later than the loop's now, never
     /// before its epoch, and the loop's now when there is no stamp.
     @Test func anArrivalSurvivesWallClockSteps() {

@@ -223,6 +223,41 @@ func plausible(_ r: Reading) -> Bool {
         #expect(s.state == .streaming)
     }
 
+    /// A handler that holds the loop up (a slow disk under the spool's write, a busy Pi) past the
+    /// silence window while the tag keeps notifying: the timers fire right after that handler, in
+    /// the same turn, before the loop has read the link. The silence watchdog must count what the
+    /// kernel queued meanwhile, not drop a link that kept talking and throw its backlog away
+    /// (seen on the kernel's stack after a SIGSTOP: "no notification for 30064 ms; dropping the link").
+    @Test func theSilenceWatchdogCountsWhatArrivedWhileTheLoopWasHeldUp() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity, periodMilliseconds: 1000)])
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .humidity) >= 2 }))
+        emulator.faults.silent = true  // only the notifications sent during the stall
+        let profile = try #require(SensorProfile.lookup(.cc2650, .humidity))
+        let handle = try #require(emulator.table.valueHandle(profile.data, in: profile.service.uuid))
+        let value = try #require(emulator.table[handle]?.value)
+        let pdu = [ATTOpcode.handleValueNotification.rawValue, UInt8(truncatingIfNeeded: handle), UInt8(truncatingIfNeeded: handle >> 8)] + value
+        let window = try #require(s.session?.silenceWindow)
+
+        // Something else on the loop (here a socket standing for the spool's disk) holds it up
+        // for twice the silence window; the tag notifies three times meanwhile.
+        let (slow, poke) = try makeSeqPacketPair()
+        defer { fleet.loop.unwatch(slow); close(slow); close(poke) }
+        try fleet.loop.watch(slow, .readable) { _ in
+            _ = receive(slow)
+            for _ in 0..<3 { emulator.bearer?.sendRaw(pdu) }
+            fleet.clock.advance(by: window * 2)
+        }
+        let before = fleet.count("t", .humidity)
+        transmit(poke, [1])
+        fleet.loop.runOnce(maxWait: .zero)
+        fleet.run(for: .milliseconds(100))
+        #expect(fleet.count("t", "forced_disconnect") == 0, "\(fleet.events("t")) \(fleet.logs.suffix(2))")
+        #expect(s.state == .streaming)
+        #expect(fleet.count("t", .humidity) == before + 3)
+    }
+
     /// Found by an independent review: any notification reset the silence watchdog, before its
     /// handle was matched; a peer notifying on an unknown handle every 0.5 s was never dropped,
     /// and yielded no reading while it showed as streaming.
