@@ -13,12 +13,12 @@
 # CAP_NET_RAW; a daemon started while hci0 is down streams once it comes up exactly when it has
 # CAP_NET_RAW (adapter events); then the daemon is stopped (SIGSTOP) for 30 s while the tag
 # notifies, and continued: the kernel's drop counter (kernel_dropped in the daemon's stats, and
-# its warning) must be zero with the full 8 MiB queue and non-zero with the default 416 KiB one,
-# and the backlog must not be taken for a flood: fewer than a tenth of what was read at once may
-# be rate-limited (judged by the loop's clock, all but four per sensor were). Not none: this
-# guest freezes now and then on a busy host, and the emulator's timers then catch up in bursts
-# no tag sends. The figures (rate, backlog read at once, drops) are logged: docs/performance.md
-# quotes them.
+# its warning) must be zero with the full 8 MiB queue and non-zero with the default 416 KiB one;
+# the link must survive (the silence watchdog reads the backlog before judging); and the backlog
+# must not be taken for a flood: fewer rate-limited than a tenth of what was taken (judged by the
+# loop's clock, all but four per sensor were). Not none: this guest freezes now and then on a busy
+# host, and notifications then reach the kernel in bursts no tag sends. The figures (rate, taken,
+# dropped, limited) are logged: docs/performance.md quotes them.
 . "$VM_LIB"
 DIR=/tmp/vm-privileges
 A_PERIODS=(temperature:300 humidity:100 barometer:100 movement:100 light:100)
@@ -127,40 +127,44 @@ run_case() {
   mqtt_first "$m" 'collectord/vm/events \{.*"event":"ready","tag":"a"'
   log "$name: tag a ready $(ms_between $t_up $mqtt_t) ms after hci0 came up"
 
-  # The stall.
+  # The stall. What the daemon took, rate-limited and saw dropped comes from its stats (every
+  # second): the readings' arrival at the subscriber says little, as the broker's in-flight
+  # window and the spool pace the backlog.
   wait_readings "$m" humidity 30 30 || fail "$name: a is not streaming"
   local pid; pid=$(< "$OUT/daemon-$name.pid")
-  local t0=${EPOCHREALTIME/./}
+  local t0=${EPOCHREALTIME/./} n_pre
+  n_pre=$(stat_sum "$m" notifications)
   nap 5
   local t_stop=${EPOCHREALTIME/./}
-  local before limited0; before=$(readings_between "$m" "$t0" "$t_stop")
-  limited0=$(stat_sum "$m" rate_limited)
+  local n0 l0 k0
+  n0=$(stat_sum "$m" notifications); l0=$(stat_sum "$m" rate_limited); k0=$(stat_sum "$m" kernel_dropped)
+  local before=$(( n0 - n_pre ))
   kill -STOP "$pid"
   nap "$STALL"
   kill -CONT "$pid"
   local t_cont=${EPOCHREALTIME/./}
   nap 8
-  local burst after total
-  burst=$(readings_between "$m" "$t_stop" $((t_cont + 1000000)))
-  after=$(readings_between "$m" $((t_cont + 3000000)) $((t_cont + 8000000)))
-  total=$(readings_between "$m" "$t_stop" $((t_cont + 3000000)))
+  local t_end=${EPOCHREALTIME/./}
+  local taken limited dropped warned=0 after
+  taken=$(( $(stat_sum "$m" notifications) - n0 ))
+  limited=$(( $(stat_sum "$m" rate_limited) - l0 ))
+  dropped=$(( $(stat_sum "$m" kernel_dropped) - k0 ))
+  after=$(readings_between "$m" $((t_cont + 3000000)) "$t_end")
   local rate_x10=$(( before * 10000000 / (t_stop - t0) ))
   local stall_ms=$(( (t_cont - t_stop) / 1000 ))
-  local expected=$(( rate_x10 * (t_cont + 3000000 - t_stop) / 10000000 ))
-  local dropped limited warned=0
-  dropped=$(stat_sum "$m" kernel_dropped)
-  limited=$(( $(stat_sum "$m" rate_limited) - limited0 ))
+  local expected=$(( rate_x10 * (t_end - t_stop) / 10000000 ))
   matches "$log_" 'the kernel dropped [0-9]+ notification' && warned=1
-  log "$name: rate $((rate_x10 / 10)).$((rate_x10 % 10))/s before; stopped $stall_ms ms; read within 1 s of SIGCONT: $burst;" \
-      "published in the stall + 3 s: $total of about $expected sent; kernel dropped $dropped (warned: $warned);" \
-      "rate-limited $limited; $after in the 5 s after"
-  summary+=" $name: scan $found, adapter-up followed 1, stall ${stall_ms} ms: $burst at once, $dropped dropped, $limited limited;"
-  [ $((limited * 10)) -lt "$burst" ] || { cat "$log_"; fail "$name: $limited of the $burst notifications read after the stall were taken for a flood"; }
+  log "$name: $((rate_x10 / 10)).$((rate_x10 % 10)) notifications/s before (daemon's count over 5 s); stopped $stall_ms ms; over the stall and the 8 s after" \
+      "(about $expected notifications at that rate): taken $taken, rate-limited $limited, dropped by the kernel $dropped" \
+      "(warned: $warned); $after readings published 3-8 s after SIGCONT"
+  summary+=" $name: scan $found, adapter-up followed 1, ${stall_ms} ms stall: $taken taken, $dropped dropped, $limited limited of ~$expected;"
+  if matches "$log_" 'no notification for [0-9]+ ms; dropping the link'; then cat "$log_"; fail "$name: the link was dropped after the stall"; fi
+  [ $((limited * 10)) -lt "$taken" ] || { cat "$log_"; fail "$name: $limited notifications rate-limited against $taken taken: the backlog was taken for a flood"; }
   [ $warned -eq $(( dropped > 0 ? 1 : 0 )) ] || { cat "$log_"; fail "$name: kernel drops $dropped, warned $warned"; }
   if [ $full_queue -eq 1 ]; then
     [ "$dropped" -eq 0 ] || fail "$name: the kernel dropped $dropped notifications with the full queue"
   else
-    [ "$dropped" -gt 0 ] || fail "$name: no drop counted with a $q KiB queue after a $stall_ms ms stall ($total of about $expected published)"
+    [ "$dropped" -gt 0 ] || fail "$name: no drop counted with a $q KiB queue after a $stall_ms ms stall ($taken taken of about $expected)"
   fi
   [ "$after" -gt 0 ] || fail "$name: a stopped streaming after the stall"
   if matches "$log_" '(Operation not permitted|Permission denied|EPERM|EACCES)' && [ $has_raw -eq 1 ]; then
