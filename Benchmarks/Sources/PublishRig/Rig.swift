@@ -179,7 +179,7 @@ public final class PublishRig {
         guard publication.readingsPublished == 1, publication.rejected + publication.outbox.rejected == 0 else {
             throw failure("\(publication.readingsPublished) readings encoded, \(publication.rejected + publication.outbox.rejected) rejected")
         }
-        topic = publication.publisher.topics.prefix + "/" + notification.supervisor.tag.name + "/" + c.notification.sensor.rawValue
+        topic = publication.publisher.topics.reading(tag: notification.supervisor.tag.name, sensor: c.notification.sensor)
         samplePayload = try Self.payload(of: c, readings: publication.tags[tag.name]!.readings, reading: notification.counter.last)
         handedOffBefore = publication.publisher.statistics.handedOff
         deliveredBefore = publication.publisher.statistics.delivered
