@@ -214,7 +214,7 @@ public struct HomeAssistantDiscovery: Sendable {
                         ("name", .string(label)),
                         ("unique_id", .string("collectord_\(node)_\(objectID)")),
                         ("state_topic", stateTopic),
-                        ("value_template", .string(keyTemplate(name, bit: bit))),
+                        ("value_template", .string(HomeAssistantDiscovery.guarded(keyTemplate(name, bit: bit), sensor))),
                         ("payload_on", "ON"),
                         ("payload_off", "OFF"),
                     ]))
@@ -227,9 +227,9 @@ public struct HomeAssistantDiscovery: Sendable {
                 ("state_topic", stateTopic),
             ]
             if field.isBits {
-                members.append(("value_template", .string(payload == .flat ? "{{ \(valuePath(name)) }}" : "{{ \(valuePath(name)) | join(',') }}")))
+                members.append(("value_template", .string(HomeAssistantDiscovery.guarded(payload == .flat ? valuePath(name) : "\(valuePath(name)) | join(',')", sensor))))
             } else {
-                members.append(("value_template", .string("{{ \(valuePath(name)) }}")))
+                members.append(("value_template", .string(HomeAssistantDiscovery.guarded(valuePath(name), sensor))))
                 if let unit = HomeAssistantDiscovery.unit(field.unit) { members.append(("unit_of_measurement", .string(unit))) }
                 if let deviceClass = HomeAssistantDiscovery.deviceClass(sensor: sensor, unit: field.unit) {
                     members.append(("device_class", .string(deviceClass)))
@@ -284,8 +284,15 @@ public struct HomeAssistantDiscovery: Sendable {
     /// ON while key `bit` is pressed: in the index list (detailed) or the mask (flat).
     private func keyTemplate(_ name: String, bit: Int) -> String {
         payload == .flat
-            ? "{{ 'ON' if (\(valuePath(name)) | int) | bitwise_and(\(1 << bit)) else 'OFF' }}"
-            : "{{ 'ON' if \(bit) in \(valuePath(name)) else 'OFF' }}"
+            ? "'ON' if (\(valuePath(name)) | int) | bitwise_and(\(1 << bit)) else 'OFF'"
+            : "'ON' if \(bit) in \(valuePath(name)) else 'OFF'"
+    }
+
+    /// `{{ expression }}`; for a state's retained topic (keys, battery), which is emptied when its
+    /// tag is removed, nothing on an empty message instead of a template error (Home Assistant
+    /// ignores an empty result).
+    static func guarded(_ expression: String, _ sensor: Sensor) -> String {
+        sensor.isState ? "{{ (\(expression)) if value_json is defined else '' }}" : "{{ \(expression) }}"
     }
 
     /// `value_json.fields.<name>.value` (flat: `value_json.<name>`), or the bracket form for names

@@ -34,10 +34,10 @@ public final class Publication: MQTTPublisherDelegate {
     private var clockTimer: TimerID?
     /// Removed tags' retained topics still to be emptied on the broker.
     private let withdrawals: Withdrawals
-    /// Where the discovery form last announced is kept (spool directory), and whether it was
-    /// another one: then each tag's configs of the other form are withdrawn as it is added.
+    /// Where the discovery form announced is kept (spool directory), and the one announced
+    /// before when it was another: each tag's configs of that form are then migrated to this one.
     private let formFile: String
-    private var formSwitched = false
+    private var previousForm: DiscoveryForm?
     private var withdrawalLog = LogThrottle()
     private let log: (LogLevel, () -> String) -> Void
 
@@ -60,6 +60,9 @@ public final class Publication: MQTTPublisherDelegate {
         /// announced to Home Assistant, complete, once, instead of once without its firmware and
         /// again with it.
         var identified = false
+        /// The other discovery form's config topics, announced by an earlier run: migrated to
+        /// this form at the tag's first announcement, then emptied.
+        var migration: [String]?
         /// Per sensor, the first number not yet reserved on disk (`SequenceStore`): reaching it
         /// reserves more first. 0 until the tag's first reading.
         var reserved: [UInt64]
@@ -135,9 +138,17 @@ public final class Publication: MQTTPublisherDelegate {
             : nil
         formFile = c.spool.path + "/discovery-form"
         if let discovery {
-            // Configs of the other form, from before a switch (or from a release that had only the
-            // entity form), would stay on the broker as duplicate entities: emptied once per tag.
-            formSwitched = StateFile.lines(formFile, limit: 4096)?.first != "collectord-discovery-form 1 \(discovery.form.rawValue)"
+            // The form announced before, when another one: recorded, or, with no record but a
+            // daemon that ran here before (its sequence numbers), the entity form of the releases
+            // that had no other. Each tag's configs of that form are migrated when it is announced.
+            let recorded = StateFile.lines(formFile, limit: 4096)?.first
+            if let recorded {
+                previousForm = DiscoveryForm.allCases.first { recorded == Publication.formRecord($0) }
+            } else if sequences.lastStopWasClean != nil {
+                previousForm = .entity
+            }
+            if previousForm == discovery.form { previousForm = nil }
+            if previousForm == nil && recorded != Publication.formRecord(discovery.form) { recordForm() }
         }
         publisher.delegate = self
         checkClock(initially: true)
@@ -172,13 +183,8 @@ public final class Publication: MQTTPublisherDelegate {
         let t = Tag(tag, publication: self)
         tags[tag.name] = t
         fit(t.readings.encoder)
-        if formSwitched, let discovery {
-            withdraw(discovery.otherFormTopics(for: device(t), sensors: tag.sensors.map(\.sensor)))
-            do {
-                try StateFile.replace(formFile, with: "collectord-discovery-form 1 \(discovery.form.rawValue)\n")
-            } catch {
-                log(.warning) { "discovery: cannot keep the form announced: \(error)" }
-            }
+        if previousForm != nil, let discovery {
+            t.migration = discovery.otherFormTopics(for: device(t), sensors: tag.sensors.map(\.sensor))
         }
         if publisher.isConnected { publishState(of: t) }
         return t
@@ -295,7 +301,32 @@ public final class Publication: MQTTPublisherDelegate {
         let sensors = t.config.sensors.map(\.sensor).filter { SensorProfile.lookup(model, $0) != nil }
         let configs = discovery.configs(for: device(t), sensors: sensors)
         withdrawals.cancel(configs.map(\.topic))
+        // Home Assistant's migration between the forms: the old configs marked first, so that the
+        // entities move to the new ones (same unique ids, history kept) instead of being deleted
+        // and made again, which collides while the deletion is under way; then the old emptied.
+        let migration = t.migration ?? []
+        for topic in migration { publishRetained(topic, Publication.migrateDiscovery) }
         for m in configs { publishRetained(m.topic, m.payload) }
+        if !migration.isEmpty {
+            t.migration = nil
+            withdraw(migration)
+            if tags.values.allSatisfy({ $0.migration == nil }) { recordForm() }
+        }
+    }
+
+    static let migrateDiscovery = Array(#"{"migrate_discovery":true}"#.utf8)
+
+    private static func formRecord(_ form: DiscoveryForm) -> String { "collectord-discovery-form 1 \(form.rawValue)" }
+
+    /// Notes the form in force once every tag has been migrated to it (or at once when nothing was).
+    private func recordForm() {
+        guard let discovery else { return }
+        previousForm = nil
+        do {
+            try StateFile.replace(formFile, with: Publication.formRecord(discovery.form) + "\n")
+        } catch {
+            log(.warning) { "discovery: cannot keep the form announced: \(error)" }
+        }
     }
 
     private func publishState(of t: Tag) {

@@ -408,10 +408,8 @@ func gapFree(_ seqs: [Int]) -> Bool {
         // Home Assistant discovery: one config per tag (device form), published once, complete
         // (with the firmware the tag reported), and never again while nothing changed.
         let discovery = lines.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
-        // A spool directory that never announced the device form: the per-entity configs of
-        // earlier releases are emptied, once.
-        let emptied = discovery.filter { $0.payload == "(null)" }.map(\.topic)
-        #expect(emptied.count >= 38 && emptied.allSatisfy { !$0.hasPrefix("homeassistant/device/") } && Set(emptied).count == emptied.count)
+        // A first start: nothing of another form to migrate or empty.
+        #expect(discovery.allSatisfy { $0.topic.hasPrefix("homeassistant/device/") }, "\(discovery.map(\.topic))")
         let configs = discovery.filter { $0.payload != "(null)" }
         #expect(configs.map(\.topic).sorted() == ["homeassistant/device/sensortag_00aa01010001/config",
                                                    "homeassistant/device/sensortag_00aa01020002/config"])
@@ -791,6 +789,43 @@ func gapFree(_ seqs: [Int]) -> Bool {
         // And its Home Assistant device is removed: its one config emptied.
         let device = lines.filter { $0.topic == "homeassistant/device/sensortag_00aa01010001/config" }.map(\.payload)
         #expect(device.count == 2 && device.first?.hasPrefix("{") == true && device.last == "(null)", "\(device.map { $0.prefix(20) })")
+    }
+
+    /// Switching `discovery_form` migrates each tag's entities the way Home Assistant documents:
+    /// the old configs marked `{"migrate_discovery":true}`, then the new config, then the old
+    /// topics emptied; and the form is remembered, so a restart migrates nothing again.
+    @Test func switchingTheDiscoveryFormMigratesTheEntities() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "homeassistant/#")
+        let entityForm = config(port: broker.port, tags: kitchenOnly) + "\n[homeassistant]\ndiscovery_form = \"entity\"\n"
+        let daemon = try DaemonProcess(config: entityForm)
+        try daemon.start()
+        let humidity = "homeassistant/sensor/sensortag_00aa01010001/humidity_humidity/config"
+        let device = "homeassistant/device/sensortag_00aa01010001/config"
+        #expect(sub.waitFor { $0.lines.contains { $0.topic == humidity } }, "the entity form announced")
+        let perEntity = Set(sub.lines.filter { $0.payload != "(null)" }.map(\.topic))
+        #expect(perEntity.count == 20 && !perEntity.contains(device))
+        try daemon.write(config: config(port: broker.port, tags: kitchenOnly))
+        daemon.signal(SIGHUP)
+        #expect(sub.waitFor { s in perEntity.allSatisfy { t in s.lines.last { $0.topic == t }?.payload == "(null)" } },
+                "every per-entity config emptied")
+        // Restarted with the same form: nothing to migrate.
+        daemon.stop()
+        try daemon.start()
+        #expect(daemon.waitForLog("kitchen: streaming", count: 2))
+        daemon.stop()
+        sub.stop()
+        let lines = sub.lines
+        let marker = #"{"migrate_discovery":true}"#
+        let deviceConfigs = lines.indices.filter { lines[$0].topic == device && lines[$0].payload.hasPrefix("{\"availability\"") }
+        #expect(deviceConfigs.count == 2, "once per run")
+        let firstDevice = try #require(deviceConfigs.first)
+        for topic in perEntity {
+            let seen = lines.indices.filter { lines[$0].topic == topic }
+            #expect(seen.map { lines[$0].payload.hasPrefix("{\"name\"") ? "config" : lines[$0].payload }
+                    == ["config", marker, "(null)"], "\(topic)")
+            #expect(seen[1] < firstDevice && seen[2] > firstDevice, "\(topic): marked before the device config, emptied after")
+        }
     }
 
     /// A reload that changes `[mqtt]` replaces the publication: the tags keep their links and

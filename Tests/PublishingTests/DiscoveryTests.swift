@@ -211,7 +211,7 @@ struct DiscoveryTests {
                 #expect(c["availability_topic"] == nil, "availability and availability_topic are exclusive")
                 if parts[1] == "binary_sensor" {
                     #expect(c["payload_on"] as? String == "ON" && c["payload_off"] as? String == "OFF")
-                    #expect(template.hasPrefix("{{ 'ON' if "))
+                    #expect(template.hasPrefix("{{ ('ON' if ") && template.hasSuffix(" if value_json is defined else '' }}"), "empty (a withdrawn state) renders nothing")
                 } else if let deviceClass = c["device_class"] as? String {
                     let unit = try #require(c["unit_of_measurement"] as? String)
                     #expect(Self.sensorUnits[deviceClass]?.contains(unit) == true, "\(deviceClass) with \(unit)")
@@ -287,7 +287,8 @@ struct DiscoveryTests {
         let c = try parse(flat.configs(for: device, sensors: [.humidity, .keys, .io])[0])
         let components = try #require(c["cmps"] as? [String: [String: Any]])
         #expect(components["humidity_temperature"]?["value_template"] as? String == "{{ value_json.temperature }}")
-        #expect(components["keys_pressed_1"]?["value_template"] as? String == "{{ 'ON' if (value_json.pressed | int) | bitwise_and(2) else 'OFF' }}")
+        #expect(components["keys_pressed_1"]?["value_template"] as? String
+            == "{{ ('ON' if (value_json.pressed | int) | bitwise_and(2) else 'OFF') if value_json is defined else '' }}")
         #expect(components["io_outputs"]?["value_template"] as? String == "{{ value_json.outputs }}")
     }
 

@@ -39,6 +39,13 @@ func isJSONNumber(_ s: String) -> Bool {
 
 @Suite("Reading encoder")
 struct EncoderTests {
+    /// Settings under which every profile decodes (the CC2541 barometer needs its calibration).
+    static var calibrated: SensorSettings {
+        var settings = SensorSettings()
+        settings.barometerCalibration = .init(c1: 45697, c2: 25592, c3: 48894, c4: 36174, c5: 6985, c6: 1990, c7: -2369, c8: 5542)
+        return settings
+    }
+
     let time = Timestamp(millisecondsSinceEpoch: 1_795_323_787_123)  // 2026-11-22T05:03:07.123Z
 
     @Test("the payload of the specification, byte for byte")
@@ -83,8 +90,7 @@ struct EncoderTests {
         var rng = SplitMix64(seed: 11)
         let encoder = ReadingEncoder(tag: "t", address: "A", model: .cc2650, format: .flat)
         var buffer = encoder.makeBuffer()
-        var settings = SensorSettings()
-        settings.barometerCalibration = .init(c1: 45697, c2: 25592, c3: 48894, c4: 36174, c5: 6985, c6: 1990, c7: -2369, c8: 5542)
+        let settings = Self.calibrated
         var checked = 0
         for model in [Model.cc2541, .cc2650] {
             for profile in SensorProfile.all(for: model) {
@@ -159,8 +165,7 @@ struct EncoderTests {
         var rng = SplitMix64(seed: 7)
         let encoder = ReadingEncoder(tag: "bench", address: "B0:B4:48:C9:4A:85", model: .cc2650, rounded: false)
         var buffer = encoder.makeBuffer()
-        var settings = SensorSettings()
-        settings.barometerCalibration = .init(c1: 45697, c2: 25592, c3: 48894, c4: 36174, c5: 6985, c6: 1990, c7: -2369, c8: 5542)
+        let settings = Self.calibrated
         var encoded = 0
         for model in [Model.cc2541, .cc2650] {
             for profile in SensorProfile.all(for: model) {
