@@ -791,6 +791,29 @@ func gapFree(_ seqs: [Int]) -> Bool {
         #expect(device.count == 2 && device.first?.hasPrefix("{") == true && device.last == "(null)", "\(device.map { $0.prefix(20) })")
     }
 
+    /// `topic_layout = "v1"` publishes on the old topics; a reload that moves the layout empties
+    /// the retained status and availability left on the old ones.
+    @Test func theV1LayoutAndAReloadThatLeavesIt() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "collectord/#")
+        let v1 = config(port: broker.port, tags: kitchenOnly).replacingOccurrences(of: "client_id = \"test\"", with: "client_id = \"test\"\ntopic_layout = \"v1\"")
+        let daemon = try DaemonProcess(config: v1)
+        try daemon.start()
+        #expect(sub.waitFor { s in s.lines.contains { $0.topic == "collectord/kitchen/humidity" } }, "readings on the v1 topics")
+        #expect(sub.lines.contains { $0.topic == "collectord/test/status" && $0.payload == "online" })
+        #expect(sub.lines.contains { $0.topic == "collectord/kitchen/availability" && $0.payload == "online" })
+        try daemon.write(config: config(port: broker.port, tags: kitchenOnly))
+        daemon.signal(SIGHUP)
+        #expect(sub.waitFor { s in
+            s.seqs("kitchen/humidity").count >= 2
+                && s.lines.last { $0.topic == "collectord/kitchen/availability" }?.payload == "(null)"
+                && s.lines.last { $0.topic == "collectord/test/status" }?.payload == "(null)"
+        }, "v2 readings, and the v1 retained topics emptied")
+        daemon.stop()
+        sub.stop()
+        #expect(sub.lines.last { $0.topic == "collectord/availability/kitchen" }?.payload == "offline")
+    }
+
     /// Switching `discovery_form` migrates each tag's entities the way Home Assistant documents:
     /// the old configs marked `{"migrate_discovery":true}`, then the new config, then the old
     /// topics emptied; and the form is remembered, so a restart migrates nothing again.

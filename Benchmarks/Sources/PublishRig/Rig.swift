@@ -29,6 +29,7 @@
 // its real rates, where every PUBACK comes back long before the next notification.
 
 import Acquisition
+import Model
 import Configuration
 import NotificationRig
 import Profiles
@@ -126,6 +127,10 @@ public final class PublishRig {
         configuration.mqtt.clientID = clientID
         configuration.spool.path = spoolDirectory
         configuration.homeAssistant.discovery = false
+        // COLLECTORD_BENCH_PAYLOAD=flat measures the flat payload (the default is the detailed one).
+        if let name = getenv("COLLECTORD_BENCH_PAYLOAD"), let format = PayloadFormat(rawValue: String(cString: name)) {
+            configuration.mqtt.payload = format
+        }
         let events = EventTranscript()
         // The synchronised clock's payloads (no "time_synced":false), whatever this machine's NTP says.
         publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "benchmark", clock: { true }) { level, message in
