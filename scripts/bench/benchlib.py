@@ -625,7 +625,7 @@ class RunSubscriber(Subscriber):
                 r[2] = max(r[2], at)
             else:
                 self.duplicates += 1
-            key = (parts[1], inc)
+            key = (topic.split("/")[2], inc)  # the tag
             if at > self.tag_latest.get(key, 0):
                 self.tag_latest[key] = at
             if self.first_reading_at is None:
