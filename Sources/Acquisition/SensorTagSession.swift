@@ -344,7 +344,14 @@ public final class SensorTagSession {
             self.active.append(sensor)
             // A report-on-change value (battery level, keys) is notified only when it changes: read
             // it once, or nothing is published for hours after a connect.
-            guard profile.periodLimits == nil, data.properties.contains(.read) else { return self.setUp(index + 1) }
+            guard profile.periodLimits == nil else { return self.setUp(index + 1) }
+            guard data.properties.contains(.read) else {
+                // The keys cannot be read: they start as none pressed.
+                if let resting = profile.restingValue {
+                    resting.withUnsafeBytes { raw in self.deliver(data.valueHandle, RawSpan(_unsafeBytes: raw)) }
+                }
+                return self.setUp(index + 1)
+            }
             self.log(.debug, "\(wanted.sensor): read current value")
             self.client.read(data.valueHandle) { [weak self] result in
                 guard let self, !self.ended else { return }

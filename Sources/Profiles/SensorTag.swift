@@ -47,6 +47,11 @@ public enum Sensor: String, Sendable, Hashable, CaseIterable, CustomStringConver
     case test
 
     public var description: String { rawValue }
+
+    /// A state the tag reports when it changes (the keys, the battery level) rather than a
+    /// periodic sample: its readings are published retained, so that a subscriber that comes
+    /// later (Home Assistant, just after the tag is announced) knows the current one.
+    public var isState: Bool { self == .keys || self == .battery }
 }
 
 // MARK: - Periods
