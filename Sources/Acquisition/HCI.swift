@@ -9,6 +9,9 @@ import Glibc
 import CBlueZ
 import Profiles
 
+/// HCI Read RSSI: OGF 0x05 (status parameters), OCF 0x0005.
+let readRSSIOpcode: UInt16 = 0x1405
+
 // MARK: - Advertising reports (pure)
 
 /// One LE advertising report.
@@ -35,6 +38,8 @@ public enum HCIEvent: Sendable, Equatable {
     case advertisements([Advertisement])
     case commandComplete(opcode: UInt16, status: UInt8)
     case commandStatus(opcode: UInt16, status: UInt8)
+    /// Command Complete of Read RSSI (0x1405): the link's handle and its RSSI in dBm.
+    case rssi(status: UInt8, handle: UInt16, rssi: Int8)
     case adapterUp(Int32)
     case adapterDown(Int32)
     case other
@@ -51,6 +56,11 @@ public func parseHCIEvent(_ p: borrowing RawSpan) -> HCIEvent? {
     switch code {
     case 0x0E:  // Command Complete: ncmd, opcode, status…
         guard length >= 4 else { return nil }
+        if UInt16.load(from: p, at: 4) == readRSSIOpcode, length >= 7 {
+            // status, handle (12 bits), RSSI (signed)
+            return .rssi(status: UInt8.load(from: p, at: 6), handle: UInt16.load(from: p, at: 7) & 0x0FFF,
+                         rssi: Int8(bitPattern: UInt8.load(from: p, at: 9)))
+        }
         return .commandComplete(opcode: UInt16.load(from: p, at: 4), status: UInt8.load(from: p, at: 6))
     case 0x0F:  // Command Status: status, ncmd, opcode
         guard length >= 4 else { return nil }
@@ -154,6 +164,11 @@ public final class HCISocket {
         try self.init(loop: loop, fd: HCISocket.open(adapter: adapter))
     }
 
+    /// A socket on `adapter` that sees only the Command Complete events of `opcode`.
+    convenience init(loop: EventLoop, adapter: Int32, completionsOf opcode: UInt16) throws(LinkError) {
+        try self.init(loop: loop, fd: HCISocket.open(adapter: adapter, opcode: opcode))
+    }
+
     /// Reads `fd`, a bound raw HCI socket, on the loop, and closes it on `close()`. Tests hand in
     /// one end of a SOCK_SEQPACKET socketpair instead: one write there is one packet, as here.
     init(loop: EventLoop, fd: Int32) throws(LinkError) {
@@ -167,7 +182,7 @@ public final class HCISocket {
         }
     }
 
-    private static func open(adapter: Int32?) throws(LinkError) -> Int32 {
+    private static func open(adapter: Int32?, opcode: UInt16? = nil) throws(LinkError) -> Int32 {
         let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
         guard fd >= 0 else {
             throw .adapterUnavailable(errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : SystemError.reason(errno))
@@ -177,6 +192,9 @@ public final class HCISocket {
         hci_filter_set_ptype(HCI_EVENT_PKT, &filter)
         if adapter == nil {
             hci_filter_set_event(EVT_STACK_INTERNAL, &filter)
+        } else if let opcode {
+            hci_filter_set_event(EVT_CMD_COMPLETE, &filter)
+            hci_filter_set_opcode(Int32(opcode), &filter)
         } else {
             for e in [EVT_CMD_COMPLETE, EVT_CMD_STATUS, EVT_LE_META_EVENT] { hci_filter_set_event(e, &filter) }
         }

@@ -182,7 +182,7 @@ public struct HomeAssistantDiscovery: Sendable {
         return result
     }
 
-    private func entity(_ component: String, node: String, objectID: String, members: [(String, JSONValue)], device: Device) -> Entity {
+    func entity(_ component: String, node: String, objectID: String, members: [(String, JSONValue)], device: Device) -> Entity {
         let availability: JSONValue = .array([
             .object([("topic", .string(topics.status)), ("payload_available", "online"), ("payload_not_available", "offline")]),
             .object([("topic", .string(topics.availability(tag: device.tag))), ("payload_available", "online"),

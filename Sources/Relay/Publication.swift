@@ -159,6 +159,7 @@ public final class Publication: MQTTPublisherDelegate {
         var owed = [t.availabilityTopic]
         if let discovery {
             owed += discovery.removals(for: device(t), sensors: t.config.sensors.map(\.sensor)).map(\.topic)
+                + [discovery.linkQualityConfig(for: device(t)).topic]
         }
         withdraw(owed)
     }
@@ -245,7 +246,7 @@ public final class Publication: MQTTPublisherDelegate {
     private func announce(_ t: Tag) {
         guard let discovery, let model = t.model, publisher.isConnected else { return }
         let sensors = t.config.sensors.map(\.sensor).filter { SensorProfile.lookup(model, $0) != nil }
-        let configs = discovery.configs(for: device(t), sensors: sensors)
+        let configs = discovery.configs(for: device(t), sensors: sensors) + [discovery.linkQualityConfig(for: device(t))]
         withdrawals.cancel(configs.map(\.topic))
         for m in configs { publishRetained(m.topic, m.payload) }
     }
