@@ -36,21 +36,37 @@ public protocol AdapterSystem: AnyObject {
     /// has no such events (no Bluetooth in the kernel yet): the fleet then looks again now and then.
     func watchDevices(_ handler: @escaping (HCIEvent) -> Void) -> Bool
     func close()
+    /// Told what goes wrong with an adapter that is up (its scanning refused, …), for the log.
+    var onWarning: ((String) -> Void)? { get set }
 }
 
 /// The kernel's controllers.
 public final class KernelAdapters: AdapterSystem {
     private let loop: EventLoop
     private var events: HCISocket?
+    public var onWarning: ((String) -> Void)?
 
     public init(loop: EventLoop) { self.loop = loop }
 
     public func open(_ spec: String) throws(LinkError) -> OpenAdapter {
         let a = try Adapter.named(spec)
-        let scanner = try? LEScanner(loop: loop, adapter: a)
+        // Tags given up on are watched for through the kernel (its background scan), which
+        // bluetoothd and other scanners share; only where there is no management channel at all
+        // does a raw scanner stand in.
+        let monitor: AdvertisementMonitor?
+        let closeMonitor: () -> Void
+        if let scan = try? BackgroundScan(loop: loop, adapter: a) {
+            scan.onRefusal = { [weak self] why in self?.onWarning?("\(a.name): \(why); tags given up on are retried every reconnect.cap_ms instead") }
+            monitor = scan
+            closeMonitor = scan.close
+        } else {
+            let scanner = try? LEScanner(loop: loop, adapter: a)
+            monitor = scanner
+            closeMonitor = { scanner?.close() }
+        }
         let quality = try? LinkQuality(loop: loop, adapter: a)
-        return OpenAdapter(adapter: a, connector: L2CAPConnector(loop: loop, adapter: a), monitor: scanner,
-                           linkQuality: quality, close: { scanner?.close(); quality?.close() })
+        return OpenAdapter(adapter: a, connector: L2CAPConnector(loop: loop, adapter: a), monitor: monitor,
+                           linkQuality: quality, close: { closeMonitor(); quality?.close() })
     }
 
     public func watchDevices(_ handler: @escaping (HCIEvent) -> Void) -> Bool {
@@ -70,6 +86,7 @@ public final class KernelAdapters: AdapterSystem {
 
 /// One transport standing for a single adapter that is always there.
 public final class TransportAdapter: AdapterSystem {
+    public var onWarning: ((String) -> Void)?
     private let connector: LinkConnector
     private let monitor: AdvertisementMonitor?
     private let name: String

@@ -104,7 +104,7 @@ private func parseAdvertisingReports(_ p: borrowing RawSpan, count: Int, at star
 }
 
 /// Length-type-value AD structures (Core Spec Supplement Part A): names and service UUID lists.
-private func parseADStructures(_ p: borrowing RawSpan, from start: Int, to end: Int, into ad: inout Advertisement) {
+func parseADStructures(_ p: borrowing RawSpan, from start: Int, to end: Int, into ad: inout Advertisement) {
     var i = start
     while i < end {
         let length = Int(UInt8.load(from: p, at: i))

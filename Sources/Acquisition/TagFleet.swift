@@ -26,6 +26,10 @@ public final class TagFleet {
     public weak var delegate: TagSupervisorDelegate?
     /// Told about adapter availability, for logs and the status topic.
     public var onAdapterChange: ((Bool, String) -> Void)?
+    /// Told what goes wrong with an adapter that is up, for the log.
+    public var onWarning: ((String) -> Void)? {
+        didSet { system.onWarning = onWarning }
+    }
     /// Told when a tag is placed on an adapter (its name) or on none (nil: it waits), and why
     /// (empty for a tag's first placement).
     public var onPlacement: ((TagSupervisor, String?, String) -> Void)?

@@ -62,6 +62,7 @@ final class Daemon: TagSupervisorDelegate {
             if up { Log.notice("bluetooth: \(message)") } else { Log.warning("bluetooth: \(message)") }
             self?.publication.publishEvent(up ? "adapter_up" : "adapter_down", tag: nil, detail: message)
         }
+        fleet.onWarning = { Log.warning("bluetooth: \($0)") }
         fleet.onPlacement = { [weak self] s, adapter, why in
             let detail = adapter.map { why.isEmpty ? "on \($0)" : "on \($0) (\(why))" } ?? "waiting for an adapter (\(why))"
             if adapter == nil {

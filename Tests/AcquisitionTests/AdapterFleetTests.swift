@@ -30,6 +30,7 @@ final class FakeControllers: AdapterSystem {
     }
 
     let loop: EventLoop
+    var onWarning: ((String) -> Void)?
     var controllers: [Controller] = []
     var emulators: [BluetoothAddress: SensorTagEmulator] = [:]
     /// Each link's connection handle, by the fleet's descriptor.
