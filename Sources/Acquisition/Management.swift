@@ -125,7 +125,7 @@ public final class ManagementSocket {
     public func send(_ opcode: UInt16, index: UInt16, _ parameters: [UInt8]) {
         guard isOpen else { return }
         let packet = managementCommand(opcode, index: index, parameters)
-        _ = packet.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = packet.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
     }
 
     public func close() {
