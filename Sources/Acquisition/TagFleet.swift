@@ -258,7 +258,9 @@ public final class TagFleet {
     // MARK: Placement
 
     private func replan() {
-        let pins = order.map { name in supervisors[name]?.tag.adapter.flatMap { pin in adapterNames.firstIndex(of: pin) } }
+        // A pin to an adapter this fleet does not drive (added to the file by a reload, which
+        // takes effect at the next start) is no adapter at all: the tag waits.
+        let pins = order.map { name in supervisors[name]?.tag.adapter.map { pin in adapterNames.firstIndex(of: pin) ?? Int.max } }
         plan = AdapterPlan(capacities: Array(repeating: maxConnections, count: lines.count), pins: pins)
     }
 
@@ -310,7 +312,9 @@ public final class TagFleet {
     }
 
     private func waitingReason(_ index: Int, up: [Bool]) -> String {
-        if let pin = plan.pins[index] { return "pinned to \(lines[pin].spec), which is not up" }
+        if let pin = plan.pins[index] {
+            return pin < lines.count ? "pinned to \(lines[pin].spec), which is not up" : "pinned to an adapter the daemon was not started with"
+        }
         return up.contains(true) ? "no room on any adapter" : "no adapter is up"
     }
 

@@ -328,4 +328,17 @@ final class MultiAdapterRig: TagSupervisorDelegate {
         #expect(rig.run(until: { done }, limit: .seconds(2)))
         #expect(rig.fleet.signal["b"] == nil || rig.fleet.adapterName(of: "b") == "hci0")
     }
+
+    /// A reload may pin a tag to an adapter the running daemon was not started with (adapters
+    /// change at the next start): it waits, and says why, rather than going anywhere.
+    @Test func aTagPinnedToAnAdapterNotDrivenWaits() throws {
+        let rig = try MultiAdapterRig(controllers: 2, adapters: ["hci0"], limit: 5)
+        rig.add("a")
+        rig.add("p", pinned: "hci1")
+        rig.fleet.start()
+        #expect(rig.run(until: { rig.streaming("a", on: "hci0") }))
+        rig.run(for: .seconds(10))
+        #expect(rig.state("p") == .paused && rig.connects("p") == 0)
+        #expect(rig.placements.last { $0.tag == "p" }?.why == "pinned to an adapter the daemon was not started with")
+    }
 }
