@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds BlueZ's btvirt (virtual LE controllers) from Debian's bluez-source with our patches
-# (Tests/vm/btvirt-multilink.patch, Tests/vm/btvirt-reset-drops-links.patch), by one gcc
+# (Tests/vm/btvirt-*.patch: multilink, reset-drops-links, le-read-rssi), by one gcc
 # invocation over the sources btvirt needs (no configure, no automake, no glib). Prints the
 # binary's path on stdout.
 #
