@@ -88,6 +88,9 @@ public final class ManagementSocket {
     private var buffer = [UInt8](repeating: 0, count: 1024)
     public var onEvent: ((ManagementEvent) -> Void)?
     public private(set) var isOpen = true
+    /// Device Found events are skipped unread while nobody wants them: with someone discovering
+    /// in a crowded place they come by the hundred per second.
+    public var ignoresDevices = false
 
     public convenience init(loop: EventLoop) throws(LinkError) {
         let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
@@ -141,6 +144,7 @@ public final class ManagementSocket {
             guard isOpen else { return }
             let read = try? Syscall.call("read") { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
             guard case .done(let n)? = read, n > 0 else { return }
+            if ignoresDevices && n >= 2 && buffer[0] == 0x12 && buffer[1] == 0x00 { continue }
             if let event = buffer.withUnsafeBytes({ parseManagementEvent(RawSpan(_unsafeBytes: UnsafeRawBufferPointer(rebasing: $0[0..<n]))) }) {
                 onEvent?(event)
             }
@@ -186,12 +190,14 @@ public final class BackgroundScan: AdvertisementMonitor {
         self.socket = socket
         self.index = index
         socket.onEvent = { [unowned self] event in self.event(event) }
+        socket.ignoresDevices = true
     }
 
     public func watch(_ address: BluetoothAddress, _ handler: @escaping () -> Void) -> LinkAttempt {
         let w = Watch(address, handler)
         w.scan = self
         watches.append(w)
+        socket.ignoresDevices = false
         list(w)
         return w
     }
@@ -223,6 +229,7 @@ public final class BackgroundScan: AdvertisementMonitor {
         w.timer = nil
         unlist(w)
         watches.removeAll { $0 === w }
+        socket.ignoresDevices = watches.isEmpty
     }
 
     private func event(_ event: ManagementEvent) {

@@ -90,9 +90,14 @@ final class FakeManagement {
         let loop = try EventLoop(clock: ManualClock())
         let (kernel, socket) = try FakeManagement.make(loop: loop)
         let scan = BackgroundScan(loop: loop, socket: socket, index: 0)
-        let start = loop.now
         var seen = 0
+        // Nobody watching: reports are not even parsed.
+        kernel.found(tag)
+        _ = loop.run(until: { false }, limit: .milliseconds(100))
+        #expect(socket.ignoresDevices)
+        let start = loop.now
         let watch = scan.watch(tag) { seen += 1 }
+        #expect(!socket.ignoresDevices)
         _ = loop.run(until: { false }, limit: .seconds(61))
         #expect(kernel.adds.map { $0 - start } == [.zero, .seconds(15), .seconds(30), .seconds(45), .seconds(60)])
         #expect(kernel.removes.map { $0 - start } == [.seconds(10), .seconds(25), .seconds(40), .seconds(55)])
@@ -107,6 +112,7 @@ final class FakeManagement {
         watch.cancel()
         _ = loop.run(until: { false }, limit: .milliseconds(100))
         #expect(!kernel.isListed(tag))
+        #expect(socket.ignoresDevices)
         let commands = kernel.commands.count
         _ = loop.run(until: { false }, limit: .seconds(60))
         #expect(kernel.commands.count == commands)
