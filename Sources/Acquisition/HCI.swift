@@ -1,7 +1,8 @@
-// The raw HCI socket: LE scanning (for `collectord scan` and for reconnecting tags that were given
-// up on), LE advertising (for `collectord emulate`), and adapter up/down events. Commands are
-// written without waiting; their completions and the advertising reports arrive as events on the
-// event loop like everything else.
+// The raw HCI socket: adapter up/down events, LE advertising (for `collectord emulate`), Read
+// RSSI (`LinkQuality`), and LE scanning where the kernel's management interface is refused
+// (`collectord scan` without CAP_NET_ADMIN; given-up tags are otherwise watched through the kernel,
+// `Management.swift`). Commands are written without waiting; their completions and the
+// advertising reports arrive as events on the event loop like everything else.
 
 #if canImport(Glibc)
 import Glibc
@@ -279,8 +280,8 @@ public final class HCISocket {
 
 // MARK: - Scanner
 
-/// Scans while anyone is interested: `collectord scan`, and the supervisors of tags that were given
-/// up on (an `AdvertisementMonitor`).
+/// Scans with raw HCI commands while anyone is interested: the stand-in where the kernel refuses
+/// its own discovery or has no management channel (`Discovery`, `BackgroundScan` are the rule).
 public final class LEScanner: AdvertisementMonitor {
     private let loop: EventLoop
     private let adapterID: Int32
@@ -337,15 +338,6 @@ public final class LEScanner: AdvertisementMonitor {
             self.hci?.setScan(enabled: true)
             self.restart(after: self.refreshInterval)
         }
-    }
-
-    /// After the controller was reset or re-plugged: a new socket, and scanning enabled again if
-    /// anyone is still watching (a reset controller has forgotten it was scanning).
-    public func reopen() {
-        hci?.close()
-        hci = nil
-        try? open()
-        if scanning { hci?.setScan(enabled: true) }
     }
 
     /// Every advertisement, until the token is cancelled.

@@ -91,9 +91,6 @@ public final class TagFleet {
         replan()
     }
 
-    /// The first adapter, open (for logs).
-    public var adapter: Adapter? { lines.first?.open?.adapter }
-
     /// Opens the adapters (or waits for them) and starts every tag added so far.
     public func start() {
         guard !started else { return }
