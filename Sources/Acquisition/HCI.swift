@@ -1,13 +1,17 @@
-// The raw HCI socket: LE scanning (for `collectord scan` and for reconnecting tags that were given
-// up on), LE advertising (for `collectord emulate`), and adapter up/down events. Commands are
-// written without waiting; their completions and the advertising reports arrive as events on the
-// event loop like everything else.
+// The raw HCI socket: adapter up/down events, LE advertising (for `collectord emulate`), Read
+// RSSI (`LinkQuality`), and LE scanning where the kernel's management interface is refused
+// (`collectord scan` without CAP_NET_ADMIN; given-up tags are otherwise watched through the kernel,
+// `Management.swift`). Commands are written without waiting; their completions and the
+// advertising reports arrive as events on the event loop like everything else.
 
 #if canImport(Glibc)
 import Glibc
 #endif
 import CBlueZ
 import Profiles
+
+/// HCI Read RSSI: OGF 0x05 (status parameters), OCF 0x0005.
+let readRSSIOpcode: UInt16 = 0x1405
 
 // MARK: - Advertising reports (pure)
 
@@ -35,6 +39,8 @@ public enum HCIEvent: Sendable, Equatable {
     case advertisements([Advertisement])
     case commandComplete(opcode: UInt16, status: UInt8)
     case commandStatus(opcode: UInt16, status: UInt8)
+    /// Command Complete of Read RSSI (0x1405): the link's handle and its RSSI in dBm.
+    case rssi(status: UInt8, handle: UInt16, rssi: Int8)
     case adapterUp(Int32)
     case adapterDown(Int32)
     case other
@@ -51,6 +57,11 @@ public func parseHCIEvent(_ p: borrowing RawSpan) -> HCIEvent? {
     switch code {
     case 0x0E:  // Command Complete: ncmd, opcode, status…
         guard length >= 4 else { return nil }
+        if UInt16.load(from: p, at: 4) == readRSSIOpcode, length >= 7 {
+            // status, handle (12 bits), RSSI (signed)
+            return .rssi(status: UInt8.load(from: p, at: 6), handle: UInt16.load(from: p, at: 7) & 0x0FFF,
+                         rssi: Int8(bitPattern: UInt8.load(from: p, at: 9)))
+        }
         return .commandComplete(opcode: UInt16.load(from: p, at: 4), status: UInt8.load(from: p, at: 6))
     case 0x0F:  // Command Status: status, ncmd, opcode
         guard length >= 4 else { return nil }
@@ -94,7 +105,7 @@ private func parseAdvertisingReports(_ p: borrowing RawSpan, count: Int, at star
 }
 
 /// Length-type-value AD structures (Core Spec Supplement Part A): names and service UUID lists.
-private func parseADStructures(_ p: borrowing RawSpan, from start: Int, to end: Int, into ad: inout Advertisement) {
+func parseADStructures(_ p: borrowing RawSpan, from start: Int, to end: Int, into ad: inout Advertisement) {
     var i = start
     while i < end {
         let length = Int(UInt8.load(from: p, at: i))
@@ -154,6 +165,11 @@ public final class HCISocket {
         try self.init(loop: loop, fd: HCISocket.open(adapter: adapter))
     }
 
+    /// A socket on `adapter` that sees only the Command Complete events of `opcode`.
+    convenience init(loop: EventLoop, adapter: Int32, completionsOf opcode: UInt16) throws(LinkError) {
+        try self.init(loop: loop, fd: HCISocket.open(adapter: adapter, opcode: opcode))
+    }
+
     /// Reads `fd`, a bound raw HCI socket, on the loop, and closes it on `close()`. Tests hand in
     /// one end of a SOCK_SEQPACKET socketpair instead: one write there is one packet, as here.
     init(loop: EventLoop, fd: Int32) throws(LinkError) {
@@ -167,7 +183,7 @@ public final class HCISocket {
         }
     }
 
-    private static func open(adapter: Int32?) throws(LinkError) -> Int32 {
+    private static func open(adapter: Int32?, opcode: UInt16? = nil) throws(LinkError) -> Int32 {
         let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
         guard fd >= 0 else {
             throw .adapterUnavailable(errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : SystemError.reason(errno))
@@ -177,6 +193,9 @@ public final class HCISocket {
         hci_filter_set_ptype(HCI_EVENT_PKT, &filter)
         if adapter == nil {
             hci_filter_set_event(EVT_STACK_INTERNAL, &filter)
+        } else if let opcode {
+            hci_filter_set_event(EVT_CMD_COMPLETE, &filter)
+            hci_filter_set_opcode(Int32(opcode), &filter)
         } else {
             for e in [EVT_CMD_COMPLETE, EVT_CMD_STATUS, EVT_LE_META_EVENT] { hci_filter_set_event(e, &filter) }
         }
@@ -261,8 +280,8 @@ public final class HCISocket {
 
 // MARK: - Scanner
 
-/// Scans while anyone is interested: `collectord scan`, and the supervisors of tags that were given
-/// up on (an `AdvertisementMonitor`).
+/// Scans with raw HCI commands while anyone is interested: the stand-in where the kernel refuses
+/// its own discovery or has no management channel (`Discovery`, `BackgroundScan` are the rule).
 public final class LEScanner: AdvertisementMonitor {
     private let loop: EventLoop
     private let adapterID: Int32
@@ -319,15 +338,6 @@ public final class LEScanner: AdvertisementMonitor {
             self.hci?.setScan(enabled: true)
             self.restart(after: self.refreshInterval)
         }
-    }
-
-    /// After the controller was reset or re-plugged: a new socket, and scanning enabled again if
-    /// anyone is still watching (a reset controller has forgotten it was scanning).
-    public func reopen() {
-        hci?.close()
-        hci = nil
-        try? open()
-        if scanning { hci?.setScan(enabled: true) }
     }
 
     /// Every advertisement, until the token is cancelled.

@@ -174,8 +174,11 @@ public final class TagSupervisor {
 
     public let tag: TagConfiguration
     private let loop: EventLoop
-    private let adapter: AdapterQueue
-    private let monitor: AdvertisementMonitor?
+    /// The queue of the adapter the tag connects through; nil while it has none (it waits).
+    private var adapter: AdapterQueue?
+    private var monitor: AdvertisementMonitor?
+    /// The adapter's name, for events and statistics.
+    public private(set) var adapterName: String?
     private let cache: HandleCache
     public weak var delegate: TagSupervisorDelegate?
     /// Where the tag's readings go, handed to each session; pointing it elsewhere (a new
@@ -211,8 +214,9 @@ public final class TagSupervisor {
     private var hasStreamed = false
     private var streamingSince: Instant?
 
-    public init(tag: TagConfiguration, sink: ReadingSink, loop: EventLoop, adapter: AdapterQueue,
-                monitor: AdvertisementMonitor?, cache: HandleCache, backoff: Backoff = Backoff()) {
+    public init(tag: TagConfiguration, sink: ReadingSink, loop: EventLoop, adapter: AdapterQueue?,
+                monitor: AdvertisementMonitor?, cache: HandleCache, backoff: Backoff = Backoff(), adapterName: String? = nil) {
+        self.adapterName = adapterName
         self.tag = tag
         self.sink = sink
         self.loop = loop
@@ -269,6 +273,30 @@ public final class TagSupervisor {
         connect()
     }
 
+    /// Continues on another adapter, or on none (`adapter` nil: the tag waits, paused). The link or
+    /// attempt in progress is dropped without counting against the tag, and the first attempt on
+    /// the new adapter starts at once with a fresh backoff.
+    public func move(to adapter: AdapterQueue?, monitor: AdvertisementMonitor?, named name: String?, reason: String) {
+        self.adapter = adapter
+        self.monitor = monitor
+        adapterName = name
+        guard state != .stopped else { return }
+        cancelPending()
+        streamingSince = nil
+        if let session {
+            retire(session)
+            session.delegate = nil
+            session.close()
+            emit(.disconnected(reason))
+        }
+        guard adapter != nil else {
+            state = .paused
+            return
+        }
+        failures = 0
+        connect()
+    }
+
     private func cancelPending() {
         attempt?.cancel()
         attempt = nil
@@ -280,6 +308,10 @@ public final class TagSupervisor {
 
     private func connect() {
         guard state != .stopped else { return }
+        guard let adapter else {
+            state = .paused
+            return
+        }
         state = .connecting
         emit(.connecting(attempt: failures + 1))
         attempt = adapter.connect(to: tag.address, timeout: connectTimeout) { [weak self] result in

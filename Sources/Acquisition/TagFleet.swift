@@ -1,8 +1,10 @@
-// Everything the daemon needs from Bluetooth, behind one object: the adapter, its connection
-// queue, the scanner that watches for tags that were given up on, the handle cache, and one
-// supervisor per configured tag. It follows the adapter: when the controller goes down (reset,
-// unplugged, rfkill) every tag pauses; when it comes back, every tag reconnects at once. None
-// of this needs bluetoothd, and bluetoothd may keep running beside it.
+// Everything the daemon needs from Bluetooth, behind one object: the adapters (each with its
+// connection queue and the scanner that watches for tags that were given up on), the handle
+// cache, and one supervisor per configured tag. Tags are spread over the adapters within each
+// adapter's limit (`AdapterPlan`); the fleet follows the adapters: when one goes down (reset,
+// unplugged, rfkill) its tags move to the others while they have room, and wait otherwise; when
+// it comes back they return without thrashing (see `mayReturn`). None of this needs bluetoothd,
+// and bluetoothd may keep running beside it.
 
 #if canImport(Glibc)
 import Glibc
@@ -11,137 +13,334 @@ import Profiles
 
 public final class TagFleet {
     public let loop: EventLoop
-    public let adapterName: String
-    public private(set) var adapter: Adapter?
-    private var queue: AdapterQueue?
-    private var scanner: LEScanner?
-    private var events: HCISocket?
-    private let cache = HandleCache()
-    public private(set) var supervisors: [String: TagSupervisor] = [:]
+    /// The adapters as configured: "hci0" or a controller address, in the order of the file.
+    public let adapterNames: [String]
+    /// How many tags each adapter holds at most.
+    public var maxConnections: Int = 5 {
+        didSet { replan() }
+    }
+    /// A guest (a tag moved off its adapter while that was down) goes home at its next reconnect,
+    /// or once home has stayed up this long: an adapter that bounces does not drag its tags back
+    /// and forth, and a tag streaming elsewhere is not dropped the moment home reappears.
+    public var returnAfter: Duration = .seconds(60)
     public weak var delegate: TagSupervisorDelegate?
     /// Told about adapter availability, for logs and the status topic.
     public var onAdapterChange: ((Bool, String) -> Void)?
+    /// Told what goes wrong with an adapter that is up, for the log.
+    public var onWarning: ((String) -> Void)? {
+        didSet { system.onWarning = onWarning }
+    }
+    /// Told when a tag is placed on an adapter (its name) or on none (nil: it waits), and why
+    /// (empty for a tag's first placement).
+    public var onPlacement: ((TagSupervisor, String?, String) -> Void)?
     public var backoff = Backoff()
-    /// How often to look for an adapter while the kernel gives no device events (no Bluetooth
-    /// support loaded yet, e.g. early in boot).
+    /// How often to look for the adapters that are missing while the kernel gives no device events
+    /// (no Bluetooth support loaded yet, e.g. early in boot).
     public var adapterRetry: Duration = .seconds(10)
+
+    private let system: AdapterSystem
+    private let cache = HandleCache()
+    public private(set) var supervisors: [String: TagSupervisor] = [:]
+
+    /// One configured adapter.
+    final class Line {
+        let spec: String
+        var open: OpenAdapter?
+        var queue: AdapterQueue?
+        var upSince: Instant?
+        /// The last availability reported: a retry that fails the same way again is not news (a
+        /// Pi without Bluetooth would otherwise log and publish the same event every 10 s forever).
+        var lastReport: (up: Bool, message: String)?
+        init(spec: String) { self.spec = spec }
+        var name: String { open?.adapter.name ?? spec }
+    }
+    private let lines: [Line]
+    /// The tags in the order they were added (the file's), and per tag the line it is on.
+    private var order: [String] = []
+    private var placement: [String: Int] = [:]
+    /// Tags on another adapter than their home because home was down.
+    private var guests: Set<String> = []
+    private var plan = AdapterPlan(capacities: [], pins: [])
+    private var started = false
+    private var hasDeviceEvents = false
     private var retry: TimerID?
-    /// The last availability reported: a retry that fails the same way again is not news (a
-    /// Pi without Bluetooth would otherwise log and publish the same event every 10 s forever).
-    private var lastReport: (up: Bool, message: String)?
+    private var rebalancePending = false
 
-    private let injected: (LinkConnector, AdvertisementMonitor?)?
+    /// The kernel's controllers: `adapters` name each ("hci0") or give its address.
+    public convenience init(loop: EventLoop, adapters: [String]) {
+        self.init(loop: loop, system: KernelAdapters(loop: loop), adapters: adapters)
+    }
 
-    public init(loop: EventLoop, adapter name: String) {
-        self.loop = loop
-        self.adapterName = name
-        self.injected = nil
+    public convenience init(loop: EventLoop, adapter name: String) {
+        self.init(loop: loop, adapters: [name])
     }
 
     /// A fleet on another transport: emulated tags over socketpairs (demos, tests). No adapter
     /// is opened and no HCI socket is used.
-    public init(loop: EventLoop, connector: LinkConnector, monitor: AdvertisementMonitor?, name: String = "emulated") {
+    public convenience init(loop: EventLoop, connector: LinkConnector, monitor: AdvertisementMonitor?, name: String = "emulated") {
+        self.init(loop: loop, system: TransportAdapter(connector: connector, monitor: monitor, name: name), adapters: [name])
+        maxConnections = 1 << 20  // no radio, no limit
+    }
+
+    public init(loop: EventLoop, system: AdapterSystem, adapters: [String]) {
+        precondition(!adapters.isEmpty, "at least one adapter")
         self.loop = loop
-        self.adapterName = name
-        self.injected = (connector, monitor)
+        self.system = system
+        self.adapterNames = adapters
+        self.lines = adapters.map(Line.init)
+        replan()
     }
 
-    private var monitor: AdvertisementMonitor? { injected.map { $0.1 } ?? scanner }
-
-    /// Opens the adapter (or waits for it) and starts every tag added so far.
+    /// Opens the adapters (or waits for them) and starts every tag added so far.
     public func start() {
-        if let (connector, _) = injected {
-            if queue == nil { queue = AdapterQueue(connector: connector) }
-            report(true, "\(adapterName) transport ready")
-            let waiting = pending
-            pending.removeAll()
-            for (tag, sink) in waiting { add(tag, sink: sink) }
-            return
-        }
-        if events == nil {
-            // Device events come from a socket bound to no adapter: it survives the adapter.
-            events = try? HCISocket(loop: loop, adapter: nil)
-            events?.onEvent = { [weak self] event in self?.deviceEvent(event) }
-        }
-        openAdapter()
+        guard !started else { return }
+        started = true
+        hasDeviceEvents = system.watchDevices { [weak self] event in self?.deviceEvent(event) }
+        openLines()
     }
 
-    /// Supervises `tag` from now on (or once the adapter is open); its readings go to `sink`.
+    /// Supervises `tag` from now on (once an adapter has room for it); its readings go to `sink`.
     public func add(_ tag: TagConfiguration, sink: ReadingSink) {
         precondition(supervisors[tag.name] == nil, "tag names are unique")
-        guard let queue else {
-            pending.append((tag, sink))
-            return
-        }
-        let s = TagSupervisor(tag: tag, sink: sink, loop: loop, adapter: queue, monitor: monitor, cache: cache, backoff: backoff)
-        s.delegate = delegate
+        let s = TagSupervisor(tag: tag, sink: sink, loop: loop, adapter: nil, monitor: nil, cache: cache, backoff: backoff)
+        s.delegate = self
         supervisors[tag.name] = s
-        s.start()
+        order.append(tag.name)
+        replan()
+        rebalance()
     }
 
     /// Sends the readings of the tag named `name` to `sink` from now on; its link stays up.
     public func route(_ name: String, to sink: ReadingSink) {
-        if let s = supervisors[name] { s.sink = sink }
-        if let i = pending.firstIndex(where: { $0.tag.name == name }) { pending[i].sink = sink }
+        supervisors[name]?.sink = sink
     }
 
-    /// Disconnects and forgets a tag.
+    /// Disconnects and forgets a tag; a tag that waited for room may take its place.
     public func remove(_ name: String) {
-        pending.removeAll { $0.tag.name == name }
         supervisors.removeValue(forKey: name)?.stop()
+        order.removeAll { $0 == name }
+        placement.removeValue(forKey: name)
+        guests.remove(name)
+        replan()
+        rebalance()
     }
 
     /// Disconnects every tag; used on shutdown.
     public func stop() {
         for s in supervisors.values { s.stop() }
         loop.cancel(retry)
-        scanner?.close()
-        events?.close()
-        events = nil
+        for line in lines {
+            line.open?.close()
+            line.open = nil
+            line.queue = nil
+        }
+        system.close()
+        started = false
     }
 
-    private var pending: [(tag: TagConfiguration, sink: ReadingSink)] = []
+    /// The adapter the tag named `name` is on (its kernel name, "hci1"); nil while it waits.
+    public func adapterName(of name: String) -> String? { placement[name].map { lines[$0].name } }
 
-    /// Attempts to open the adapter so far.
+    /// Per configured adapter: its name as configured, and the kernel's while it is up.
+    public var adapterStates: [(configured: String, up: Adapter?, tags: Int)] {
+        lines.indices.map { i in (lines[i].spec, lines[i].open?.adapter, placement.values.filter { $0 == i }.count) }
+    }
+
+    /// Attempts to open an adapter so far.
     private(set) var adapterAttempts = 0
 
-    private func openAdapter() {
+    // MARK: Adapters
+
+    private func openLines() {
         loop.cancel(retry)
-        adapterAttempts += 1
-        do {
-            let a = try Adapter.named(adapterName)
-            adapter = a
-            if queue == nil { queue = AdapterQueue(connector: L2CAPConnector(loop: loop, adapter: a)) }
-            if scanner == nil { scanner = try? LEScanner(loop: loop, adapter: a) }
-            report(true, "\(a) is up")
-            let waiting = pending
-            pending.removeAll()
-            for (tag, sink) in waiting { add(tag, sink: sink) }
-            for s in supervisors.values { s.resume() }
-        } catch {
-            adapter = nil
-            report(false, "\(adapterName): \(error)")
-            // Without device events (no Bluetooth at all yet) look again now and then.
-            if events == nil { retry = loop.schedule(after: adapterRetry) { [weak self] in self?.openAdapter() } }
+        retry = nil
+        for line in lines where line.open == nil { openLine(line) }
+        rebalance()
+        // Without device events (no Bluetooth at all yet) look again now and then.
+        if !hasDeviceEvents, lines.contains(where: { $0.open == nil }) {
+            retry = loop.schedule(after: adapterRetry) { [weak self] in self?.openLines() }
         }
     }
 
-    private func report(_ up: Bool, _ message: String) {
-        if let last = lastReport, last.up == up, last.message == message { return }
-        lastReport = (up, message)
+    private func openLine(_ line: Line) {
+        adapterAttempts += 1
+        do {
+            let o = try system.open(line.spec)
+            if let twin = lines.first(where: { $0 !== line && $0.open?.adapter.id == o.adapter.id }) {
+                o.close()
+                report(line, false, "\(line.spec) is \(o.adapter), already used as \(twin.spec)")
+                return
+            }
+            line.open = o
+            line.queue = AdapterQueue(connector: o.connector)
+            line.upSince = loop.now
+            report(line, true, "\(o.adapter) is up")
+            // Guests may go home once it has stayed up for returnAfter.
+            loop.schedule(after: returnAfter) { [weak self] in self?.rebalance() }
+        } catch {
+            report(line, false, "\(line.spec): \(error)")
+        }
+    }
+
+    /// Tags detached from an adapter that went away, and its name: where they go next says why.
+    private var lostFrom: [String: String] = [:]
+
+    private func lineDown(_ line: Line, _ message: String) {
+        // Its tags let go of its queue and scanner now; `rebalance` places them again.
+        if let index = lines.firstIndex(where: { $0 === line }) {
+            for (name, at) in placement where at == index {
+                placement.removeValue(forKey: name)
+                lostFrom[name] = line.name
+                supervisors[name]?.move(to: nil, monitor: nil, named: nil, reason: "\(line.name) went away")
+            }
+        }
+        line.open?.close()
+        line.open = nil
+        line.queue = nil
+        line.upSince = nil
+        report(line, false, message)
+    }
+
+    private func report(_ line: Line, _ up: Bool, _ message: String) {
+        if let last = line.lastReport, last.up == up, last.message == message { return }
+        line.lastReport = (up, message)
         onAdapterChange?(up, message)
     }
 
     private func deviceEvent(_ event: HCIEvent) {
         switch event {
-        case .adapterUp(let id) where adapter == nil || adapter?.id == id:
-            scanner?.reopen()
-            openAdapter()
-        case .adapterDown(let id) where adapter?.id == id:
-            report(false, "\(adapterName) went down")
-            for s in supervisors.values { s.pause() }
+        case .adapterUp(let id):
+            // Up again without a down first (a reset): its links are gone all the same.
+            if let line = lines.first(where: { $0.open?.adapter.id == id }) { lineDown(line, "\(line.name) was reset") }
+            // Any missing adapter may be this one: an address is found whatever number it has now.
+            for line in lines where line.open == nil { openLine(line) }
+            rebalance()
+        case .adapterDown(let id):
+            guard let line = lines.first(where: { $0.open?.adapter.id == id }) else { return }
+            lineDown(line, line.name == line.spec ? "\(line.name) went down" : "\(line.name) (\(line.spec)) went down")
+            rebalance()
         default:
             break
         }
+    }
+
+    // MARK: Link quality
+
+    /// The signal strength of each streaming tag at the last `readLinkQuality`, in dBm.
+    public private(set) var signal: [String: Int8] = [:]
+
+    /// Reads the RSSI of every streaming tag's link; `done` runs once all have answered or timed
+    /// out (within a second), on a later turn.
+    public func readLinkQuality(_ done: @escaping () -> Void) {
+        var outstanding = 1
+        let finished = {
+            outstanding -= 1
+            if outstanding == 0 { done() }
+        }
+        for (name, s) in supervisors {
+            guard s.state == .streaming, let fd = s.session?.bearer.fd, let at = placement[name],
+                  let quality = lines[at].open?.linkQuality else {
+                signal[name] = nil
+                continue
+            }
+            outstanding += 1
+            quality.read(link: fd) { [weak self] rssi in
+                self?.signal[name] = rssi
+                finished()
+            }
+        }
+        loop.schedule(after: .zero) { finished() }
+    }
+
+    // MARK: Placement
+
+    private func replan() {
+        // A pin to an adapter this fleet does not drive (added to the file by a reload, which
+        // takes effect at the next start) is no adapter at all: the tag waits.
+        let pins = order.map { name in supervisors[name]?.tag.adapter.map { pin in adapterNames.firstIndex(of: pin) ?? Int.max } }
+        plan = AdapterPlan(capacities: Array(repeating: maxConnections, count: lines.count), pins: pins)
+    }
+
+    /// Whether a tag whose home is up may leave the adapter it is on for home now: when it has no
+    /// link to lose (its next reconnect), or when it was moved off a home that has been back up
+    /// for `returnAfter`.
+    private func mayReturn(_ index: Int) -> Bool {
+        let name = order[index]
+        guard let s = supervisors[name] else { return true }
+        if s.state != .streaming && s.state != .settingUp { return true }
+        guard guests.contains(name), let home = plan.home[index], let since = lines[home].upSince else { return false }
+        return loop.now - since >= returnAfter
+    }
+
+    /// Puts every tag where the plan says, moving only those whose place changes.
+    private func rebalance() {
+        guard started else { return }
+        let up = lines.map { $0.open != nil }
+        let current = order.map { placement[$0] }
+        let next = plan.place(up: up, current: current, mayReturn: mayReturn)
+        for (i, name) in order.enumerated() {
+            guard let s = supervisors[name] else { continue }
+            let home = plan.home[i]
+            if let n = next[i], home != nil, n != home, up[home!] == false { guests.insert(name) }
+            if next[i] == home { guests.remove(name) }
+            let lost = lostFrom.removeValue(forKey: name)
+            // A tag that has never been placed is told it waits, too.
+            guard next[i] != current[i] || lost != nil || (next[i] == nil && s.state == .idle) else { continue }
+            var why: String
+            if let lost {
+                why = next[i] != nil ? "\(lost) went away"
+                    : plan.pins[i] != nil ? "\(lost) went away; the tag is pinned to it" : "\(lost) went away; no room on any other adapter"
+            } else if let n = next[i] {
+                why = current[i] == nil ? "" : n == home ? "back home" : "moved"
+            } else {
+                why = waitingReason(i, up: up)
+            }
+            if let n = next[i] {
+                placement[name] = n
+                let line = lines[n]
+                s.move(to: line.queue, monitor: line.open?.monitor, named: line.name, reason: "moving to \(line.name)" + (why.isEmpty ? "" : ": \(why)"))
+                onPlacement?(s, line.name, why)
+            } else {
+                placement.removeValue(forKey: name)
+                s.move(to: nil, monitor: nil, named: nil, reason: why)
+                onPlacement?(s, nil, why)
+            }
+        }
+    }
+
+    private func waitingReason(_ index: Int, up: [Bool]) -> String {
+        if let pin = plan.pins[index] {
+            return pin < lines.count ? "pinned to \(lines[pin].spec), which is not up" : "pinned to an adapter the daemon was not started with"
+        }
+        return up.contains(true) ? "no room on any adapter" : "no adapter is up"
+    }
+
+    /// Rebalances on the next turn: a supervisor's event is reported from inside its own cycle,
+    /// which must finish before the tag is moved.
+    private func rebalanceSoon() {
+        guard !rebalancePending else { return }
+        rebalancePending = true
+        loop.schedule(after: .zero) { [weak self] in
+            self?.rebalancePending = false
+            self?.rebalance()
+        }
+    }
+}
+
+extension TagFleet: TagSupervisorDelegate {
+    public func supervisor(_ s: TagSupervisor, event: ConnectionEvent) {
+        delegate?.supervisor(s, event: event)
+        switch event {
+        case .disconnected, .timeout, .forcedDisconnect, .giveUp:
+            // A tag away from home (a guest, or one whose home changed with a reload) goes home
+            // at its next reconnect, if home is up and has room.
+            rebalanceSoon()
+        default:
+            break
+        }
+    }
+
+    public func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {
+        delegate?.supervisor(s, log: level, message)
     }
 }

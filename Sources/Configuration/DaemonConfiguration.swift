@@ -6,8 +6,13 @@ import Model
 import Profiles
 
 public struct DaemonConfiguration: Sendable, Equatable {
-    /// The HCI controller, "hci0".
-    public var adapter: String = "hci0"
+    /// The controllers, each named "hciN" or by its address ("00:1A:7D:DA:71:13", which stays
+    /// right when the kernel numbers the controllers differently after a reboot or a re-plug).
+    public var adapters: [String] = ["hci0"]
+    /// How many tags each adapter holds at most. Five: users of the peer gateways (noble#639,
+    /// theengs/gateway#37, ble_monitor#310, #1111) find about five LE links per adapter reliable,
+    /// a Raspberry Pi's built-in controller five to ten; past that, links drop or fail to set up.
+    public var maxConnections: Int = 5
     public var logLevel: LogLevel = .info
     /// How often counters are logged and published; 0 = never.
     public var statsIntervalSeconds: Int = 60
@@ -22,6 +27,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var tags: [TagConfiguration] = []
 
     public init() {}
+
+    /// Where each tag goes with every adapter up (`AdapterPlan`), the limits and pins applied.
+    public var adapterPlan: AdapterPlan {
+        AdapterPlan(capacities: Array(repeating: maxConnections, count: adapters.count),
+                    pins: tags.map { tag in tag.adapter.flatMap { adapters.firstIndex(of: $0) } })
+    }
 
     /// "collectord-<host name>-<6 hex digits of this machine's /etc/machine-id>". The host name
     /// alone collides: two Pis left at "raspberrypi" took each other's MQTT session over every

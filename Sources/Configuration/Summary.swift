@@ -8,7 +8,8 @@ extension DaemonConfiguration {
     /// the MQTT password (only the file it was read from).
     public func summary() -> String {
         var lines: [String] = []
-        lines.append("adapter: \(adapter)")
+        lines.append((adapters.count == 1 ? "adapter: " : "adapters: ") + adapters.joined(separator: ", ")
+                     + " (at most \(maxConnections) tags each)")
         lines.append("log level: \(Schema.logLevels.first { $0.1 == logLevel }!.0)")
         lines.append("statistics: " + (statsIntervalSeconds == 0 ? "off" : "every \(statsIntervalSeconds) s"))
         lines.append("mqtt brokers: " + mqtt.brokers.map(\.description).joined(separator: ", "))
@@ -47,11 +48,29 @@ extension DaemonConfiguration {
             for tag in tags {
                 lines.append("  " + tag.name + String(repeating: " ", count: width - tag.name.count) + "  " + tagSummary(tag))
             }
+            lines.append(contentsOf: planSummary())
         }
         return lines.joined(separator: "\n") + "\n"
     }
 
     private func onOff(_ b: Bool) -> String { b ? "on" : "off" }
+
+    /// Which tags each adapter takes with every adapter up, and who waits for lack of room.
+    private func planSummary() -> [String] {
+        let plan = adapterPlan
+        var lines = ["plan (every adapter up; the tags of one that is down move to the others while they have room):"]
+        let width = adapters.map(\.count).max() ?? 0
+        for (a, name) in adapters.enumerated() {
+            let names = tags.indices.filter { plan.home[$0] == a }.map { tags[$0].name + (tags[$0].adapter == nil ? "" : " (pinned)") }
+            lines.append("  " + name + String(repeating: " ", count: width - name.count)
+                         + "  \(names.count)/\(maxConnections)  " + (names.isEmpty ? "-" : names.joined(separator: ", ")))
+        }
+        let waiting = plan.homeless.map { tags[$0].name }
+        if !waiting.isEmpty {
+            lines.append("  waiting for room: " + waiting.joined(separator: ", "))
+        }
+        return lines
+    }
 
     private func tagSummary(_ tag: TagConfiguration) -> String {
         var s = (tag.model?.rawValue ?? "auto") + "  " + tag.address.description
@@ -69,6 +88,7 @@ extension DaemonConfiguration {
             return text
         }
         s += "  " + (sensors.isEmpty ? "no sensors" : sensors.joined(separator: ", "))
+        if let pin = tag.adapter { s += "  adapter \(pin)" }
         if tag.tmp006S0 != CC2541.IRTemperature.defaultS0 { s += "  tmp006_s0 \(tag.tmp006S0)" }
         if tag.magnetometerScale != CC2650.Movement.defaultMagnetometerScale { s += "  magnetometer_scale \(tag.magnetometerScale)" }
         return s
@@ -125,7 +145,7 @@ extension DaemonConfiguration {
         }
         d.removed = old.tags.filter { !newNames.contains($0.name) }
         d.mqttChanged = old.mqtt != new.mqtt
-        d.adapterChanged = old.adapter != new.adapter
+        d.adapterChanged = old.adapters != new.adapters || old.maxConnections != new.maxConnections
         d.reconnectChanged = old.reconnect != new.reconnect
         d.spoolChanged = old.spool != new.spool
         d.homeAssistantChanged = old.homeAssistant != new.homeAssistant

@@ -44,7 +44,7 @@ extension DaemonConfiguration {
 // MARK: - Schema
 
 enum Schema {
-    static let top = ["adapter", "log_level", "stats_interval_s", "flood_limit", "mqtt", "reconnect", "spool", "homeassistant", "tag"]
+    static let top = ["adapter", "adapters", "max_connections", "log_level", "stats_interval_s", "flood_limit", "mqtt", "reconnect", "spool", "homeassistant", "tag"]
     static let mqtt = ["brokers", "client_id", "keepalive_s", "qos", "retain", "clean_session", "username",
                        "password_file", "topic_prefix", "topic_layout", "payload", "round_to_resolution", "max_inflight", "tls"]
     static let tls = ["enabled", "ca_file", "cert_file", "key_file", "verify"]
@@ -54,7 +54,7 @@ enum Schema {
     static let topicLayouts: [(String, TopicLayout)] = [("v2", .v2), ("v1", .v1)]
     static let payloads: [(String, PayloadFormat)] = [("detailed", .detailed), ("flat", .flat)]
     static let discoveryForms: [(String, DiscoveryForm)] = [("device", .device), ("entity", .entity)]
-    static let tag = ["name", "address", "address_type", "model", "tmp006_s0", "magnetometer_scale", "sensors"]
+    static let tag = ["name", "address", "address_type", "adapter", "model", "tmp006_s0", "magnetometer_scale", "sensors"]
     static let sensor = ["enabled", "period_ms", "range"]
 
     static let logLevels: [(String, LogLevel)] = [("error", .error), ("warning", .warning), ("notice", .notice),
@@ -240,13 +240,11 @@ struct Validator {
         let top = Scope(context: nil)
         checkKeys(root, allowed: Schema.top, top)
 
-        if let (adapter, line) = string(root, "adapter", top) {
-            if isAdapterName(adapter) {
-                c.adapter = adapter
-            } else {
-                report(line, nil, "adapter must name a controller like \"hci0\" (got \(quoted(adapter)))")
-            }
-        }
+        let adapterErrors = errors.count
+        c.adapters = adapters(root, top) ?? c.adapters
+        // Pins are checked against adapters only when those are right.
+        let pinnable: [String]? = errors.count == adapterErrors ? c.adapters : nil
+        c.maxConnections = integer(root, "max_connections", top, in: 1...64, default: c.maxConnections)
         c.logLevel = choice(root, "log_level", top, Schema.logLevels) ?? c.logLevel
         c.statsIntervalSeconds = integer(root, "stats_interval_s", top, in: 0...86400, default: c.statsIntervalSeconds)
         c.floodLimit = integer(root, "flood_limit", top, in: 0...1000, default: c.floodLimit)
@@ -254,8 +252,55 @@ struct Validator {
         if let t = table(root, "reconnect", top) { c.reconnect = reconnect(t, default: c.reconnect) }
         if let t = table(root, "spool", top) { c.spool = spool(t) }
         if let t = table(root, "homeassistant", top) { c.homeAssistant = homeAssistant(t) }
-        c.tags = tags(root).map { var t = $0; t.floodLimit = c.floodLimit; return t }
+        c.tags = tags(root, adapters: pinnable).map { var t = $0; t.floodLimit = c.floodLimit; return t }
         return c
+    }
+
+    /// `adapter = "hci0"` or `adapters = ["hci0", "00:1A:7D:DA:71:13"]`; nil when neither is
+    /// given (or what is given is wrong, which is reported).
+    mutating func adapters(_ root: TOMLTable, _ scope: Scope) -> [String]? {
+        if let one = root["adapter"], let many = root["adapters"] {
+            report(many.line, nil, "adapters and adapter (line \(one.line)) are both set: list every adapter in adapters")
+            return nil
+        }
+        if let (name, line) = string(root, "adapter", scope) {
+            guard let canonical = adapterSpec(name) else {
+                report(line, nil, "adapter must name a controller like \"hci0\" or its address like \"00:1A:7D:DA:71:13\" (got \(quoted(name)))")
+                return nil
+            }
+            return [canonical]
+        }
+        guard let v = value(root, "adapters", .array, scope), let items = v.array else { return nil }
+        guard !items.isEmpty else {
+            report(v.line, nil, "adapters must list at least one adapter")
+            return nil
+        }
+        var out: [String] = []
+        var seen: [String: Int] = [:]
+        let before = errors.count
+        for item in items {
+            guard let text = item.string else {
+                report(item.line, nil, "adapters must be strings like \"hci0\" or \"00:1A:7D:DA:71:13\" (got \(item.typeAndValue))")
+                continue
+            }
+            guard let canonical = adapterSpec(text) else {
+                report(item.line, nil, "adapters: \(quoted(text)) is neither a controller like \"hci0\" nor an address like \"00:1A:7D:DA:71:13\"")
+                continue
+            }
+            if let first = seen[canonical] {
+                report(item.line, nil, "adapters: \(quoted(text)) is listed twice (first at line \(first))")
+                continue
+            }
+            seen[canonical] = item.line
+            out.append(canonical)
+        }
+        return errors.count == before ? out : nil
+    }
+
+    /// "hciN", or a controller address in upper case; nil for anything else.
+    func adapterSpec(_ s: String) -> String? {
+        if isAdapterName(s) { return s }
+        return BluetoothAddress(s)?.description
     }
 
     func isAdapterName(_ s: String) -> Bool {
@@ -434,7 +479,7 @@ struct Validator {
 
     // MARK: [[tag]]
 
-    mutating func tags(_ root: TOMLTable) -> [TagConfiguration] {
+    mutating func tags(_ root: TOMLTable, adapters: [String]?) -> [TagConfiguration] {
         guard let v = root["tag"] else { return [] }
         guard let items = v.array else {
             report(v.line, nil, "tag must be an array of tables: start each tag with [[tag]] (got \(v.typeName))")
@@ -448,12 +493,12 @@ struct Validator {
                 report(item.line, nil, "tag must be an array of tables (element \(index + 1) is \(item.typeName))")
                 continue
             }
-            if let tag = tag(t, index: index, names: &names, addresses: &addresses) { tags.append(tag) }
+            if let tag = tag(t, index: index, adapters: adapters, names: &names, addresses: &addresses) { tags.append(tag) }
         }
         return tags
     }
 
-    mutating func tag(_ t: TOMLTable, index: Int, names: inout [String: Int],
+    mutating func tag(_ t: TOMLTable, index: Int, adapters: [String]?, names: inout [String: Int],
                       addresses: inout [(address: BluetoothAddress, name: String, line: Int)]) -> TagConfiguration? {
         let errorsBefore = errors.count
         var scope = Scope(context: "tag #\(index + 1)")
@@ -493,6 +538,15 @@ struct Validator {
             report(t.line, scope.context, "missing required key \"address\"")
         }
 
+        var pin: String?
+        if let (a, line) = string(t, "adapter", scope) {
+            if let canonical = adapterSpec(a), adapters?.contains(canonical) ?? true {
+                pin = canonical
+            } else if let adapters {
+                report(line, scope.context, "adapter \(quoted(a)) is not one of the adapters (\(adapters.joined(separator: ", "))); "
+                       + "name it as adapters does")
+            }
+        }
         let model = choice(t, "model", scope, Schema.models) ?? nil
         let s0 = positiveNumber(t, "tmp006_s0", scope, default: CC2541.IRTemperature.defaultS0)
         let scale = positiveNumber(t, "magnetometer_scale", scope, default: CC2650.Movement.defaultMagnetometerScale)
@@ -500,7 +554,7 @@ struct Validator {
 
         guard errors.count == errorsBefore, let name, let address else { return nil }
         return TagConfiguration(name: name, address: address, model: model, sensors: sensors,
-                                tmp006S0: s0, magnetometerScale: scale)
+                                tmp006S0: s0, magnetometerScale: scale, adapter: pin)
     }
 
     func isTagNameByte(_ c: UInt8) -> Bool {

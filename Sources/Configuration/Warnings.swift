@@ -20,6 +20,11 @@ extension DaemonConfiguration {
                            + "(no TLS); enable [mqtt.tls] or use a broker on this machine")
             }
         }
+        let waiting = adapterPlan.homeless.map { tags[$0].name }
+        if !waiting.isEmpty {
+            out.append("adapters: no room for \(waiting.joined(separator: ", ")) (at most \(maxConnections) tags per adapter"
+                       + (tags.contains { $0.adapter != nil } ? ", pins included" : "") + "): they wait; add an adapter or raise max_connections")
+        }
         if let file = mqtt.passwordFile {
             var st = stat()
             if stat(file, &st) == 0 && st.st_mode & 0o004 != 0 {

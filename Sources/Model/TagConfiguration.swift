@@ -35,11 +35,16 @@ public struct TagConfiguration: Sendable, Hashable {
     /// A sensor may notify at most this many times as often as its period says (with short
     /// bursts); faster notifications are dropped and counted. 0: no limit.
     public var floodLimit: Int
+    /// The adapter the tag must use ("hci1" or a controller address, as listed in `adapters`);
+    /// nil: whichever has room.
+    public var adapter: String?
 
     public init(name: String, address: BluetoothAddress, model: Model? = nil, sensors: [SensorConfiguration],
                 tmp006S0: Double = CC2541.IRTemperature.defaultS0,
-                magnetometerScale: Double = CC2650.Movement.defaultMagnetometerScale, floodLimit: Int = 2) {
+                magnetometerScale: Double = CC2650.Movement.defaultMagnetometerScale, floodLimit: Int = 2,
+                adapter: String? = nil) {
         self.name = name
+        self.adapter = adapter
         self.floodLimit = floodLimit
         self.address = address
         self.model = model

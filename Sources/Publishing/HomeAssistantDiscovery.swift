@@ -192,12 +192,13 @@ public struct HomeAssistantDiscovery: Sendable {
         public let members: [(String, JSONValue)]
     }
 
-    /// Every entity of the listed sensors the model has, in the order of the sensors and fields.
+    /// Every entity of the listed sensors the model has, in the order of the sensors and fields,
+    /// then the link's signal strength (HomeAssistantLinkQuality.swift).
     public func entities(for device: Device, sensors: [Sensor], settings: SensorSettings = SensorSettings()) -> [Entity] {
         sensors.flatMap { sensor -> [Entity] in
             guard let profile = SensorProfile.lookup(device.model, sensor) else { return [] }
             return entities(for: device, sensor: sensor, fields: profile.fields(settings))
-        }
+        } + [linkQualityEntity(for: device)]
     }
 
     func entities(for device: Device, sensor: Sensor, fields: [FieldDeclaration]) -> [Entity] {

@@ -47,7 +47,8 @@ final class Daemon: TagSupervisorDelegate {
         publication = try Daemon.publication(configuration, loop: loop)
         switch source {
         case .bluetooth:
-            fleet = TagFleet(loop: loop, adapter: configuration.adapter)
+            fleet = TagFleet(loop: loop, adapters: configuration.adapters)
+            fleet.maxConnections = configuration.maxConnections
         case .emulated:
             let emulation = TagEmulation(loop: loop)
             self.emulation = emulation
@@ -63,6 +64,18 @@ final class Daemon: TagSupervisorDelegate {
         fleet.onAdapterChange = { [weak self] up, message in
             if up { Log.notice("bluetooth: \(message)") } else { Log.warning("bluetooth: \(message)") }
             self?.publication.publishEvent(up ? "adapter_up" : "adapter_down", tag: nil, detail: message)
+        }
+        fleet.onWarning = { Log.warning("bluetooth: \($0)") }
+        fleet.onPlacement = { [weak self] s, adapter, why in
+            let detail = adapter.map { why.isEmpty ? "on \($0)" : "on \($0) (\(why))" } ?? "waiting for an adapter (\(why))"
+            if adapter == nil {
+                Log.warning("\(s.tag.name): \(detail)")
+            } else if why.isEmpty {
+                Log.info("\(s.tag.name): \(detail)")
+            } else {
+                Log.notice("\(s.tag.name): \(detail)")
+            }
+            self?.publication.publishEvent("adapter", tag: s.tag, detail: detail)
         }
     }
 
@@ -92,7 +105,7 @@ final class Daemon: TagSupervisorDelegate {
         if onAir { for w in BluetoothPrivileges.current().warnings { Log.warning(w) } }
         notifier.notify("READY=1\nSTATUS=\(config.tags.count) tags configured")
         notifier.startWatchdog(on: loop)
-        Log.notice("collectord \(CollectordVersion.string) running: \(config.tags.count) tags, adapter \(config.adapter), brokers \(config.mqtt.brokers.map(\.description).joined(separator: ", "))")
+        Log.notice("collectord \(CollectordVersion.string) running: \(config.tags.count) tags, adapters \(config.adapters.joined(separator: ", ")), brokers \(config.mqtt.brokers.map(\.description).joined(separator: ", "))")
         loop.run()
         return exitStatus
     }
@@ -206,8 +219,9 @@ final class Daemon: TagSupervisorDelegate {
         loop.cancel(statsTimer)
         guard config.statsIntervalSeconds > 0 else { return }
         statsTimer = loop.schedule(after: .seconds(config.statsIntervalSeconds)) { [weak self] in
-            self?.publishStats()
             self?.scheduleStats()
+            // Each link's signal strength is read here, once per interval, never per reading.
+            self?.fleet.readLinkQuality { self?.publishStats() }
         }
     }
 
@@ -225,7 +239,11 @@ final class Daemon: TagSupervisorDelegate {
                 sensors.append((s.tag.sensors[i].sensor.rawValue, .object(members)))
             }
             let link = s.linkCounters
+            var signal: JSONValue = .null
+            if let rssi = fleet.signal[name] { signal = .integer(Int64(rssi)) }
             tags.append((name, .object([("state", .string(s.state.rawValue)),
+                                        ("adapter", s.adapterName.map { .string($0) } ?? .null),
+                                        ("rssi_dbm", signal),
                                         ("reconnects", .integer(Int64(clamping: s.reconnects))),
                                         ("link", .object([("malformed", .integer(Int64(clamping: link.malformed))),
                                                           ("oversized", .integer(Int64(clamping: link.oversized))),
@@ -248,6 +266,13 @@ final class Daemon: TagSupervisorDelegate {
                                                                            ("segments", .integer(Int64(spool.recovery.repairedSegments)))]))])),
                                                     ("readings", .integer(Int64(clamping: publication.readingsPublished))),
                                                     ("readings_not_encoded", .integer(Int64(clamping: publication.rejected))),
+                                                    ("adapters", .object(fleet.adapterStates.map { a in
+                                                        (a.configured, .object([("up", .bool(a.up != nil)),
+                                                                                ("name", a.up.map { .string($0.name) } ?? .null),
+                                                                                ("address", a.up.map { .string($0.address.description) } ?? .null),
+                                                                                ("tags", .integer(Int64(a.tags))),
+                                                                                ("max", .integer(Int64(config.maxConnections)))]))
+                                                    })),
                                                     ("tags", .object(tags))])
         publication.publishStats(payload)
         let streaming = fleet.supervisors.values.filter { $0.state == .streaming }.count
@@ -283,7 +308,14 @@ final class Daemon: TagSupervisorDelegate {
         case .connected, .advertisementSeen:
             Log.info("\(name): \(event)")
         }
-        publication.publishEvent(event.name, tag: s.tag, detail: event.description)
+        var detail = event.description
+        switch event {
+        case .connecting, .connected, .ready:
+            if let adapter = s.adapterName { detail += " on \(adapter)" }
+        default:
+            break
+        }
+        publication.publishEvent(event.name, tag: s.tag, detail: detail)
     }
 
     func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {

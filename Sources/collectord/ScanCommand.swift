@@ -30,9 +30,9 @@ struct Scan: Command {
 
     func run() throws {
         let loop = try EventLoop()
-        let scanner: LEScanner
+        let local: Adapter
         do {
-            scanner = try LEScanner(loop: loop, adapter: try Adapter.named(adapter))
+            local = try Adapter.named(adapter)
         } catch {
             writeStderr("collectord scan: \(error)\n")
             throw ExitCode(69)
@@ -40,7 +40,7 @@ struct Scan: Command {
         var seen: [BluetoothAddress: Advertisement] = [:]
         var order: [BluetoothAddress] = []
         emit(Scan.row("ADDRESS", "TYPE", "RSSI", "MODEL", "NAME"))
-        let token = scanner.observe { ad in
+        let show = { (ad: Advertisement) in
             let known = seen[ad.address]
             var merged = ad
             merged.name = ad.name ?? known?.name
@@ -51,12 +51,36 @@ struct Scan: Command {
             guard known == nil || (known?.modelGuess == nil && merged.modelGuess != nil) else { return }
             guard all || merged.modelGuess != nil else { return }
             order.append(ad.address)
-            emit(Scan.row(merged))
+            self.emit(Scan.row(merged))
+        }
+        // The kernel's discovery, which bluetoothd and other scanners share; raw HCI scanning
+        // only where the kernel refuses it (no CAP_NET_ADMIN, no management interface).
+        var scanner: LEScanner?
+        var token: LinkAttempt?
+        let raw = {
+            do {
+                scanner = try LEScanner(loop: loop, adapter: local)
+                token = scanner?.observe(show)
+            } catch {
+                writeStderr("collectord scan: \(error)\n")
+                loop.stop()
+            }
+        }
+        let discovery = try? Discovery(loop: loop, adapter: local)
+        if let discovery {
+            discovery.onRefusal = { why in
+                writeStderr("collectord scan: \(why); scanning with raw HCI commands instead\n")
+                raw()
+            }
+            discovery.observe(show)
+        } else {
+            raw()
         }
         loop.schedule(after: .seconds(timeout)) { loop.stop() }
         loop.run()
-        token.cancel()
-        scanner.close()
+        token?.cancel()
+        scanner?.close()
+        discovery?.close()
         let tags = seen.values.filter { $0.modelGuess != nil }.count
         emit("\(tags) SensorTag\(tags == 1 ? "" : "s") found in \(timeout) s on \(adapter)")
     }

@@ -54,6 +54,14 @@ import Testing
         #expect(parse([0x04, 0xFD, 0x06, 0x01, 0x00, 0x03, 0x00, 0x01, 0x00]) == .adapterUp(1))
     }
 
+    /// Read RSSI's Command Complete: status, the handle (12 bits; the flag bits are not its), and
+    /// the RSSI as a signed byte. A short one is a plain completion, never a made-up value.
+    @Test func readRSSICompletion() {
+        #expect(parse([0x04, 0x0E, 0x07, 0x01, 0x05, 0x14, 0x00, 0x40, 0x00, 0xC4]) == .rssi(status: 0, handle: 0x40, rssi: -60))
+        #expect(parse([0x04, 0x0E, 0x07, 0x01, 0x05, 0x14, 0x02, 0x41, 0x30, 0x00]) == .rssi(status: 2, handle: 0x041, rssi: 0))
+        #expect(parse([0x04, 0x0E, 0x04, 0x01, 0x05, 0x14, 0x0C]) == .commandComplete(opcode: 0x1405, status: 0x0C))
+    }
+
     @Test func advertisingDataFitsIn31Bytes() {
         let long = advertisingData(name: String(repeating: "x", count: 40), services: [0xAA80])
         #expect(long.count == 31)

@@ -13,7 +13,7 @@ private let cellar = BluetoothAddress("54:6C:0E:53:00:01")!
     @Test func emptyFileGivesEveryDefault() throws {
         let c = try #require(valid(""))
         #expect(c == DaemonConfiguration())
-        #expect(c.adapter == "hci0")
+        #expect(c.adapters == ["hci0"] && c.maxConnections == 5)
         #expect(c.logLevel == .info)
         #expect(c.statsIntervalSeconds == 60)
         #expect(c.mqtt.brokers == [MQTTBroker(host: "localhost", port: 1883)])
@@ -160,7 +160,7 @@ private let cellar = BluetoothAddress("54:6C:0E:53:00:01")!
             model = "cc2541"
             sensors.accelerometer = { range = "2g", period_ms = 1000 }
             """))
-        #expect(c.adapter == "hci1")
+        #expect(c.adapters == ["hci1"])
         #expect(c.logLevel == .debug)
         #expect(c.statsIntervalSeconds == 0)
         #expect(c.mqtt.brokers.map(\.description) == ["broker.lan:8883", "10.0.0.2:1884", "[fd00::1]:8884", "[::1]:8883"],
@@ -461,7 +461,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
         let example = try #require(text.firstRange(of: "\n#[[tag]]"))
         let options = text[..<example.lowerBound]
         // Options whose documented value is an example, not the default.
-        let examples = ["client_id", "username", "password_file", "ca_file", "cert_file", "key_file"]
+        let examples = ["client_id", "username", "password_file", "ca_file", "cert_file", "key_file", "adapters"]
         var uncommented = 0
         let lines = options.split(separator: "\n", omittingEmptySubsequences: false).map { line -> Substring in
             guard line.hasPrefix("#"), let first = line.dropFirst().first, first.isLetter,
@@ -469,7 +469,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
             uncommented += 1
             return line.dropFirst()
         }
-        #expect(uncommented == 24)
+        #expect(uncommented == 25)
         let c = try #require(valid(lines.joined(separator: "\n"), path: shippedPath))
         #expect(c == DaemonConfiguration())
     }
@@ -518,7 +518,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
     @Test func summaryOfTheDefaults() {
         let s = DaemonConfiguration().summary()
         #expect(s == """
-            adapter: hci0
+            adapter: hci0 (at most 5 tags each)
             log level: info
             statistics: every 60 s
             mqtt brokers: localhost:1883

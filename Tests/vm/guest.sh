@@ -4,8 +4,8 @@
 # scripts/test-vm) names the scenarios and binaries. For each scenario, in order:
 #
 #   * fresh controllers: btmon recording to RUN/results/NAME/btmon.snoop, then
-#     `btvirt -L -l3` (hci0 = 00:AA:01:00:00:00, hci1 = 00:AA:01:01:00:01, hci2 = 00:AA:01:02:00:02),
-#     all three brought up with hciconfig;
+#     `btvirt -L -lN` (hci0 = 00:AA:01:00:00:00, hci1 = 00:AA:01:01:00:01, …; N is 3, or what the
+#     scenario's `# vm-controllers: N` line says), all brought up with hciconfig;
 #   * a fresh mosquitto on 127.0.0.1:1883 (log in the result folder);
 #   * the scenario script under `timeout` (its own process group), with
 #       OUT         its result folder (write logs here)
@@ -46,8 +46,9 @@ wait_until() {
     nap 0.05
   done
 }
-controllers_present() { [ -e /sys/class/bluetooth/hci0 ] && [ -e /sys/class/bluetooth/hci1 ] && [ -e /sys/class/bluetooth/hci2 ]; }
-controllers_gone() { ! [ -e /sys/class/bluetooth/hci0 ] && ! [ -e /sys/class/bluetooth/hci1 ] && ! [ -e /sys/class/bluetooth/hci2 ]; }
+controllers=3
+controllers_present() { local i; for (( i = 0; i < controllers; i++ )); do [ -e /sys/class/bluetooth/hci$i ] || return 1; done; }
+controllers_gone() { local i; for (( i = 0; i < controllers; i++ )); do [ -e /sys/class/bluetooth/hci$i ] && return 1; done; return 0; }
 broker_listening() {
   local line
   while read -r line; do [[ $line == *:075B\ 00000000:0000\ 0A* ]] && return 0; done < /proc/net/tcp
@@ -75,14 +76,14 @@ setup() {
   setsid stdbuf -oL btmon -C 160 -w "$dir/btmon.snoop" > "$dir/btmon.txt" 2>&1 < /dev/null &
   btmon_pid=$!
   wait_until 5 file_exists "$dir/btmon.snoop" || echo "btmon did not start" >> "$dir/setup.log"
-  setsid "$BTVIRT" -L -l3 > "$dir/btvirt.log" 2>&1 < /dev/null &
+  setsid "$BTVIRT" -L -l"$controllers" > "$dir/btvirt.log" 2>&1 < /dev/null &
   btvirt_pid=$!
   if ! wait_until 15 controllers_present; then
-    echo "controllers hci0..hci2 did not appear within 15 s" >> "$dir/setup.log"
+    echo "controllers hci0..hci$(( controllers - 1 )) did not appear within 15 s" >> "$dir/setup.log"
     return 1
   fi
-  # The three in parallel: each is the kernel's whole init sequence against btvirt.
-  for i in 0 1 2; do
+  # All in parallel: each is the kernel's whole init sequence against btvirt.
+  for (( i = 0; i < controllers; i++ )); do
     timeout 15 hciconfig "hci$i" up >> "$dir/setup.log" 2>&1 &
     pids+=($!)
   done
@@ -106,7 +107,7 @@ EOF
     echo "mosquitto did not listen on 127.0.0.1:$MQTT_PORT within 10 s" >> "$dir/setup.log"
     return 1
   fi
-  timing "  setup (btmon, btvirt, 3 controllers up, mosquitto) $(secs $(( $(us) - t0 ))) s"
+  timing "  setup (btmon, btvirt, $controllers controllers up, mosquitto) $(secs $(( $(us) - t0 ))) s"
 }
 
 teardown() {
@@ -124,8 +125,11 @@ for scenario in $SCENARIOS; do
   dir="$results/$name"
   mkdir -p "$dir"
   limit=$DEFAULT_TIMEOUT
+  controllers=3
   while IFS= read -r line; do
-    [[ $line =~ ^#\ *vm-timeout:\ *([0-9]+) ]] && { limit=${BASH_REMATCH[1]}; break; }
+    [[ $line =~ ^#\ *vm-timeout:\ *([0-9]+) ]] && limit=${BASH_REMATCH[1]}
+    [[ $line =~ ^#\ *vm-controllers:\ *([0-9]+) ]] && controllers=${BASH_REMATCH[1]}
+    [[ $line == "" ]] && break
   done < "$scenario"
   timing "scenario $name (limit $limit s)"
   t0=$(us)

@@ -1,5 +1,5 @@
 # Helpers for guest scenarios (Tests/vm/scenarios/NN-name.sh). Source with `. "$VM_LIB"`.
-# A scenario runs in the guest with hci0..hci2 up (btvirt), a broker on $MQTT_HOST:$MQTT_PORT,
+# A scenario runs in the guest with hci0..hci2 (or as many as `# vm-controllers: N` asks) up (btvirt), a broker on $MQTT_HOST:$MQTT_PORT,
 # the binary under test in $COLLECTORD and its own output folder in $OUT. It passes by exiting 0;
 # 77 means skipped. Everything it leaves running is killed afterwards.
 #
@@ -12,6 +12,8 @@ set -u
 HCI0_ADDR=00:AA:01:00:00:00
 HCI1_ADDR=00:AA:01:01:00:01
 HCI2_ADDR=00:AA:01:02:00:02
+HCI3_ADDR=00:AA:01:03:00:03  # with `# vm-controllers: 4` or more
+HCI4_ADDR=00:AA:01:04:00:04
 
 _vm_t0=${EPOCHREALTIME/./}
 # A descriptor nothing is ever written to: `read -t` on it is a sleep without a process.

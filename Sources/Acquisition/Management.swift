@@ -1,0 +1,326 @@
+// The kernel's Bluetooth management interface (HCI_CHANNEL_CONTROL, BlueZ doc/mgmt-api.txt): the
+// way bluetoothd itself tells the kernel what to scan for. Watching for a tag through it leaves the
+// controller's scanning to the kernel, which arbitrates between everyone who asks (bluetoothd,
+// `bluetoothctl scan on`, pending LE connections, us), instead of raw HCI commands that turn the
+// controller's scan on and off behind the kernel's back.
+//
+// Asking the kernel to report a device (Add Device, action 0) makes it run its own background
+// scan: passive (nothing is transmitted), filtered by the accept list in the controller, with its
+// default interval and window (60 ms and 30 ms: half the time, where the raw scanner listened all
+// the time, actively). On top of that, a watch is duty-cycled here: the device is listed for
+// `listen` out of every `period`, so a tag that is gone for good costs a third of the radio time
+// of a listening controller. Needs CAP_NET_ADMIN (the kernel's "trusted" management sockets).
+
+#if canImport(Glibc)
+import Glibc
+#endif
+import CBlueZ
+import Profiles
+
+// MARK: - Packets (pure)
+
+/// One management event, as read from the control channel.
+public enum ManagementEvent: Sendable, Equatable {
+    /// Command Complete (0x0001) or Command Status (0x0002).
+    case completed(opcode: UInt16, status: UInt8, index: UInt16)
+    /// Device Found (0x0012): an advertisement the kernel reports.
+    case deviceFound(index: UInt16, Advertisement)
+    /// Discovering (0x0013): the kernel's discovery started or stopped.
+    case discovering(index: UInt16, Bool)
+    case other
+}
+
+enum ManagementOpcode {
+    static let addDevice: UInt16 = 0x0033
+    static let removeDevice: UInt16 = 0x0034
+    static let startDiscovery: UInt16 = 0x0023
+    static let stopDiscovery: UInt16 = 0x0024
+}
+
+/// A command: opcode, controller index, parameter length (little-endian), parameters.
+func managementCommand(_ opcode: UInt16, index: UInt16, _ parameters: [UInt8]) -> [UInt8] {
+    [UInt8(opcode & 0xFF), UInt8(opcode >> 8), UInt8(index & 0xFF), UInt8(index >> 8),
+     UInt8(parameters.count & 0xFF), UInt8(parameters.count >> 8)] + parameters
+}
+
+/// The address and its LE type as management commands and events carry them (1 public, 2 random).
+func managementAddress(_ address: BluetoothAddress) -> [UInt8] {
+    (0..<6).map { address.bytes[5 - $0] } + [address.kind == .random ? 2 : 1]
+}
+
+/// Parses one management event; malformed ones yield nil, nothing traps.
+public func parseManagementEvent(_ p: borrowing RawSpan) -> ManagementEvent? {
+    let n = p.byteCount
+    guard n >= 6 else { return nil }
+    let code = UInt16.load(from: p, at: 0), index = UInt16.load(from: p, at: 2), length = Int(UInt16.load(from: p, at: 4))
+    guard n >= 6 + length else { return nil }
+    switch code {
+    case 0x0001, 0x0002:
+        guard length >= 3 else { return nil }
+        return .completed(opcode: UInt16.load(from: p, at: 6), status: UInt8.load(from: p, at: 8), index: index)
+    case 0x0012:
+        // Address (6), type (1), RSSI (1), flags (4), EIR length (2), EIR: the AD structures.
+        guard length >= 14 else { return nil }
+        let eir = Int(UInt16.load(from: p, at: 18))
+        guard 14 + eir <= length else { return nil }
+        var bytes = InlineArray<6, UInt8>(repeating: 0)
+        for k in 0..<6 { bytes[k] = UInt8.load(from: p, at: 6 + 5 - k) }
+        let type = UInt8.load(from: p, at: 12)
+        guard type == 1 || type == 2 else { return .other }  // BR/EDR is not ours
+        var ad = Advertisement(address: BluetoothAddress(bytes: bytes, kind: type == 2 ? .random : .public),
+                               rssi: Int8(bitPattern: UInt8.load(from: p, at: 13)), name: nil, serviceUUIDs: [])
+        parseADStructures(p, from: 20, to: 20 + eir, into: &ad)
+        return .deviceFound(index: index, ad)
+    case 0x0013:
+        guard length >= 2 else { return nil }
+        return .discovering(index: index, UInt8.load(from: p, at: 7) != 0)
+    default:
+        return .other
+    }
+}
+
+// MARK: - The socket
+
+/// The management control channel, read by the loop.
+public final class ManagementSocket {
+    public let fd: Int32
+    private let loop: EventLoop
+    private var buffer = [UInt8](repeating: 0, count: 1024)
+    public var onEvent: ((ManagementEvent) -> Void)?
+    public private(set) var isOpen = true
+    /// Device Found events are skipped unread while nobody wants them: with someone discovering
+    /// in a crowded place they come by the hundred per second.
+    public var ignoresDevices = false
+
+    public convenience init(loop: EventLoop) throws(LinkError) {
+        let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
+        guard fd >= 0 else {
+            throw .adapterUnavailable(errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : SystemError.reason(errno))
+        }
+        var sa = sockaddr_hci()
+        sa.hci_family = sa_family_t(AF_BLUETOOTH)
+        sa.hci_dev = UInt16(truncatingIfNeeded: Int32(HCI_DEV_NONE))
+        sa.hci_channel = UInt16(HCI_CHANNEL_CONTROL)
+        let bound = withUnsafePointer(to: &sa) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_hci>.size)) }
+        }
+        guard bound == 0 else {
+            let message = SystemError.reason(errno)
+            Glibc.close(fd)
+            throw .adapterUnavailable("bind management channel: \(message)")
+        }
+        try self.init(loop: loop, fd: fd)
+    }
+
+    /// Reads `fd` on the loop; tests hand in one end of a SOCK_SEQPACKET socketpair (one write, one
+    /// packet, as here).
+    init(loop: EventLoop, fd: Int32) throws(LinkError) {
+        self.loop = loop
+        self.fd = fd
+        do {
+            try loop.watch(fd, .readable) { [unowned self] _ in self.readable() }
+        } catch {
+            Glibc.close(fd)
+            throw .adapterUnavailable("\(error)")
+        }
+    }
+
+    public func send(_ opcode: UInt16, index: UInt16, _ parameters: [UInt8]) {
+        guard isOpen else { return }
+        let packet = managementCommand(opcode, index: index, parameters)
+        _ = packet.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    }
+
+    public func close() {
+        guard isOpen else { return }
+        isOpen = false
+        loop.unwatch(fd)
+        Glibc.close(fd)
+    }
+
+    private func readable() {
+        // As many as a wakeup of the raw HCI socket: a crowd of advertisers cannot hold the loop.
+        for _ in 0..<HCISocket.packetsPerWakeup {
+            guard isOpen else { return }
+            let read = try? Syscall.call("read") { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
+            guard case .done(let n)? = read, n > 0 else { return }
+            if ignoresDevices && n >= 2 && buffer[0] == 0x12 && buffer[1] == 0x00 { continue }
+            if let event = buffer.withUnsafeBytes({ parseManagementEvent(RawSpan(_unsafeBytes: UnsafeRawBufferPointer(rebasing: $0[0..<n]))) }) {
+                onEvent?(event)
+            }
+        }
+    }
+}
+
+// MARK: - Watching for tags
+
+/// Tells when a tag advertises by asking the kernel to report it (Add Device, action 0): the
+/// kernel's own passive background scan, listed `listen` out of every `period`.
+public final class BackgroundScan: AdvertisementMonitor {
+    private let loop: EventLoop
+    private let socket: ManagementSocket
+    private let index: UInt16
+    /// How long a watched device stays listed, and how often it is listed again.
+    public var listen: Duration = .seconds(10)
+    public var period: Duration = .seconds(15)
+    /// Told once when the kernel refuses a command (no CAP_NET_ADMIN, an old kernel).
+    public var onRefusal: ((String) -> Void)?
+    private var refused = false
+
+    final class Watch: LinkAttempt {
+        let address: BluetoothAddress
+        let handler: () -> Void
+        weak var scan: BackgroundScan?
+        var listed = false
+        var timer: TimerID?
+        init(_ address: BluetoothAddress, _ handler: @escaping () -> Void) {
+            self.address = address
+            self.handler = handler
+        }
+        func cancel() { scan?.remove(self) }
+    }
+    private var watches: [Watch] = []
+
+    public convenience init(loop: EventLoop, adapter: Adapter) throws(LinkError) {
+        try self.init(loop: loop, socket: ManagementSocket(loop: loop), index: UInt16(truncatingIfNeeded: adapter.id))
+    }
+
+    init(loop: EventLoop, socket: ManagementSocket, index: UInt16) {
+        self.loop = loop
+        self.socket = socket
+        self.index = index
+        socket.onEvent = { [unowned self] event in self.event(event) }
+        socket.ignoresDevices = true
+    }
+
+    public func watch(_ address: BluetoothAddress, _ handler: @escaping () -> Void) -> LinkAttempt {
+        let w = Watch(address, handler)
+        w.scan = self
+        watches.append(w)
+        socket.ignoresDevices = false
+        list(w)
+        return w
+    }
+
+    private func list(_ w: Watch) {
+        w.listed = true
+        socket.send(ManagementOpcode.addDevice, index: index, managementAddress(w.address) + [0x00])
+        w.timer = loop.schedule(after: listen) { [weak self, weak w] in
+            guard let self, let w else { return }
+            self.unlist(w)
+            w.timer = self.loop.schedule(after: self.period - self.listen) { [weak self, weak w] in
+                guard let self, let w, self.watches.contains(where: { $0 === w }) else { return }
+                self.list(w)
+            }
+        }
+    }
+
+    private func unlist(_ w: Watch) {
+        guard w.listed else { return }
+        w.listed = false
+        // Another watch of the same device keeps it listed.
+        if !watches.contains(where: { $0 !== w && $0.listed && $0.address.sameDevice(as: w.address) }) {
+            socket.send(ManagementOpcode.removeDevice, index: index, managementAddress(w.address))
+        }
+    }
+
+    fileprivate func remove(_ w: Watch) {
+        loop.cancel(w.timer)
+        w.timer = nil
+        unlist(w)
+        watches.removeAll { $0 === w }
+        socket.ignoresDevices = watches.isEmpty
+    }
+
+    private func event(_ event: ManagementEvent) {
+        switch event {
+        case .deviceFound(let i, let ad) where i == index:
+            // Any report will do, ours or from someone else's scan (bluetoothctl scan on).
+            for w in watches where w.address.sameDevice(as: ad.address) { w.handler() }
+        case .completed(let opcode, let status, let i) where i == index && status != 0
+            && (opcode == ManagementOpcode.addDevice || opcode == ManagementOpcode.removeDevice):
+            guard !refused else { return }
+            refused = true
+            onRefusal?("the kernel refused to \(opcode == ManagementOpcode.addDevice ? "add" : "remove") a device to watch (management status 0x\(String(status, radix: 16)))")
+        default:
+            break
+        }
+    }
+
+    public func close() {
+        for w in watches {
+            loop.cancel(w.timer)
+            if w.listed { socket.send(ManagementOpcode.removeDevice, index: index, managementAddress(w.address)) }
+        }
+        watches.removeAll()
+        socket.close()
+    }
+}
+
+// MARK: - Discovery (`collectord scan`)
+
+/// Every advertisement near one controller, through the kernel's discovery (Start Discovery, LE):
+/// active scanning the kernel runs, pauses for its own connections and stops after about ten
+/// seconds (then it is started again). While someone else discovers on the controller
+/// (`bluetoothctl scan on`), the kernel refuses a second discovery as busy but reports what it
+/// finds to every management socket: that is taken, and the start tried again later.
+public final class Discovery {
+    private let loop: EventLoop
+    private let socket: ManagementSocket
+    private let index: UInt16
+    private var handler: ((Advertisement) -> Void)?
+    private var retry: TimerID?
+    /// Told once when the kernel refuses discovery for another reason than being busy.
+    public var onRefusal: ((String) -> Void)?
+
+    public convenience init(loop: EventLoop, adapter: Adapter) throws(LinkError) {
+        try self.init(loop: loop, socket: ManagementSocket(loop: loop), index: UInt16(truncatingIfNeeded: adapter.id))
+    }
+
+    init(loop: EventLoop, socket: ManagementSocket, index: UInt16) {
+        self.loop = loop
+        self.socket = socket
+        self.index = index
+        socket.onEvent = { [unowned self] event in self.event(event) }
+    }
+
+    /// Every advertisement from now on, until `close`.
+    public func observe(_ handler: @escaping (Advertisement) -> Void) {
+        self.handler = handler
+        start()
+    }
+
+    private static let le: [UInt8] = [0x06]  // LE public and random
+
+    private func start() {
+        loop.cancel(retry)
+        retry = nil
+        socket.send(ManagementOpcode.startDiscovery, index: index, Discovery.le)
+    }
+
+    private func event(_ event: ManagementEvent) {
+        switch event {
+        case .deviceFound(let i, let ad) where i == index:
+            handler?(ad)
+        case .discovering(let i, false) where i == index && handler != nil:
+            start()  // the kernel ends LE discovery after about 10 s
+        case .completed(ManagementOpcode.startDiscovery, let status, let i) where i == index && status != 0:
+            if status == 0x0A || status == 0x0B {  // Busy (someone else discovers), Rejected
+                loop.cancel(retry)
+                retry = loop.schedule(after: .seconds(2)) { [weak self] in self?.start() }
+            } else if let refusal = onRefusal {
+                onRefusal = nil
+                refusal("the kernel refused discovery (management status 0x\(String(status, radix: 16)))")
+            }
+        default:
+            break
+        }
+    }
+
+    public func close() {
+        loop.cancel(retry)
+        if handler != nil { socket.send(ManagementOpcode.stopDiscovery, index: index, Discovery.le) }
+        handler = nil
+        socket.close()
+    }
+}
