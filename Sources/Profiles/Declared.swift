@@ -1,0 +1,191 @@
+// Shapes declared at run time, for characteristics described in the configuration instead of in
+// Swift: BlueCap's serde protocols (raw, raw array, raw pair, raw array pair, string) with the
+// element types and byte order chosen by the user. A `DeclaredShape` is validated once, when the
+// configuration is loaded; decoding then checks the payload's length exactly, as the typed shapes
+// in SerDe.swift do, and reads each element into fixed storage: no allocation per payload.
+
+/// A scalar type a declared characteristic may carry.
+public enum ScalarType: String, Sendable, Hashable, CaseIterable {
+    case int8, uint8, int16, uint16, int24, uint24, int32, uint32, float32
+
+    public var size: Int {
+        switch self {
+        case .int8, .uint8: return 1
+        case .int16, .uint16: return 2
+        case .int24, .uint24: return 3
+        case .int32, .uint32, .float32: return 4
+        }
+    }
+}
+
+/// The order of a multi-byte scalar's bytes on the wire. GATT's own characteristics are little
+/// endian; vendor sensors are not always.
+public enum ByteOrder: String, Sendable, Hashable, CaseIterable {
+    case little, big
+}
+
+/// The serde protocol a declared characteristic follows.
+public enum ShapeKind: String, Sendable, Hashable, CaseIterable {
+    /// One scalar (`RawDeserializable`).
+    case raw
+    /// `count` scalars of one type (`RawArrayDeserializable`).
+    case rawArray = "raw_array"
+    /// Two scalars of two types (`RawPairDeserializable`).
+    case rawPair = "raw_pair"
+    /// `count` scalars of one type, then `count2` of another (`RawArrayPairDeserializable`).
+    case rawArrayPair = "raw_array_pair"
+    /// UTF-8 text (`RawStringDeserializable`).
+    case string
+}
+
+/// Why a declared shape is not usable; the configuration reports it at the line that declared it.
+public enum ShapeError: Error, Sendable, Equatable, CustomStringConvertible {
+    case count(kind: ShapeKind, got: Int)
+    case tooManyValues(Int)
+    case tooLong(bytes: Int)
+
+    public var description: String {
+        switch self {
+        case .count(let kind, let got):
+            return "a \(kind.rawValue) has \(kind == .raw || kind == .rawPair ? "exactly 1" : "1 or more") element\(kind == .raw || kind == .rawPair ? "" : "s") per part (got \(got))"
+        case .tooManyValues(let n):
+            return "a declared characteristic yields at most \(Reading.maxFields) values (this one \(n))"
+        case .tooLong(let bytes):
+            return "a declared characteristic is at most \(DeclaredShape.maxBytes) bytes (this one \(bytes))"
+        }
+    }
+}
+
+/// A characteristic's wire shape, as declared.
+public struct DeclaredShape: Sendable, Hashable, CustomStringConvertible {
+    /// A GATT attribute value is at most 512 bytes.
+    public static let maxBytes = 512
+
+    public let kind: ShapeKind
+    public let first: ScalarType
+    public let firstCount: Int
+    /// The pair shapes' second part; unused (count 0) otherwise.
+    public let second: ScalarType
+    public let secondCount: Int
+    public let byteOrder: ByteOrder
+
+    /// Checks the counts against the kind: raw and raw pair take one element per part, the array
+    /// shapes one or more, and the values must fit in one `Reading`.
+    public init(_ kind: ShapeKind, _ first: ScalarType, count: Int = 1, second: ScalarType = .uint8, count2: Int = 1,
+                byteOrder: ByteOrder = .little) throws(ShapeError) {
+        switch kind {
+        case .raw:
+            guard count == 1 else { throw .count(kind: kind, got: count) }
+        case .rawPair:
+            guard count == 1 else { throw .count(kind: kind, got: count) }
+            guard count2 == 1 else { throw .count(kind: kind, got: count2) }
+        case .rawArray:
+            guard count >= 1 else { throw .count(kind: kind, got: count) }
+        case .rawArrayPair:
+            guard count >= 1 else { throw .count(kind: kind, got: count) }
+            guard count2 >= 1 else { throw .count(kind: kind, got: count2) }
+        case .string:
+            break
+        }
+        let hasSecond = kind == .rawPair || kind == .rawArrayPair
+        self.kind = kind
+        self.first = first
+        self.firstCount = kind == .string ? 0 : count
+        self.second = second
+        self.secondCount = hasSecond ? count2 : 0
+        self.byteOrder = byteOrder
+        guard valueCount <= Reading.maxFields else { throw .tooManyValues(valueCount) }
+        let bytes = firstCount * first.size + secondCount * second.size
+        guard bytes <= DeclaredShape.maxBytes else { throw .tooLong(bytes: bytes) }
+    }
+
+    /// How many numbers one payload yields (a string yields none: it is text, not a measurement).
+    public var valueCount: Int { firstCount + secondCount }
+
+    public var byteLength: ByteLength {
+        kind == .string ? .range(min: 0, max: DeclaredShape.maxBytes)
+            : .exactly(firstCount * first.size + secondCount * second.size)
+    }
+
+    /// Reads every element of `bytes`, in order, as numbers. The length must match exactly.
+    public func decode(_ bytes: borrowing RawSpan, into values: inout DeclaredValues) throws(DecodeError) {
+        values.count = 0
+        guard case .exactly(let n) = byteLength else {
+            // Text: only its validity is checked here; the caller keeps the bytes.
+            if bytes.byteCount > DeclaredShape.maxBytes {
+                throw .length(characteristic: DeclaredShape.name, expected: byteLength, actual: bytes.byteCount)
+            }
+            if let bad = SerDe.firstInvalidUTF8(bytes) { throw .invalidUTF8(characteristic: DeclaredShape.name, offset: bad) }
+            return
+        }
+        guard bytes.byteCount == n else {
+            throw .length(characteristic: DeclaredShape.name, expected: byteLength, actual: bytes.byteCount)
+        }
+        var offset = 0
+        for _ in 0..<firstCount {
+            values.append(DeclaredShape.load(first, byteOrder, from: bytes, at: offset))
+            offset += first.size
+        }
+        for _ in 0..<secondCount {
+            values.append(DeclaredShape.load(second, byteOrder, from: bytes, at: offset))
+            offset += second.size
+        }
+    }
+
+    /// The characteristic name errors carry; the session logs the declared name beside it.
+    public static let name: StaticString = "declared characteristic"
+
+    /// One scalar at `offset`, which the caller has checked is within `bytes`.
+    @inlinable
+    static func load(_ type: ScalarType, _ order: ByteOrder, from bytes: borrowing RawSpan, at offset: Int) -> Double {
+        // Assemble the bits most significant byte first, whatever the host's order.
+        var bits: UInt32 = 0
+        let size = type.size
+        for i in 0..<size {
+            let index = order == .little ? offset + size - 1 - i : offset + i
+            bits = bits << 8 | UInt32(bytes.unsafeLoad(fromUncheckedByteOffset: index, as: UInt8.self))
+        }
+        switch type {
+        case .uint8, .uint16, .uint24, .uint32: return Double(bits)
+        case .int8: return Double(Int8(truncatingIfNeeded: bits))
+        case .int16: return Double(Int16(truncatingIfNeeded: bits))
+        case .int24: return Double(Int32(bitPattern: bits << 8) >> 8)
+        case .int32: return Double(Int32(bitPattern: bits))
+        case .float32: return Double(Float(bitPattern: bits))
+        }
+    }
+
+    public var description: String {
+        let order = byteOrder == .little ? "" : ", big endian"
+        switch kind {
+        case .raw: return "raw \(first.rawValue)\(order)"
+        case .rawArray: return "raw array of \(firstCount) \(first.rawValue)\(order)"
+        case .rawPair: return "raw pair \(first.rawValue), \(second.rawValue)\(order)"
+        case .rawArrayPair: return "raw array pair of \(firstCount) \(first.rawValue), \(secondCount) \(second.rawValue)\(order)"
+        case .string: return "string"
+        }
+    }
+}
+
+/// The numbers one declared payload yields, in wire order, kept inline.
+public struct DeclaredValues: Sendable, RandomAccessCollection {
+    private var storage: InlineArray<12, Double>
+    public fileprivate(set) var count: Int
+
+    public init() {
+        storage = InlineArray(repeating: 0)
+        count = 0
+    }
+
+    fileprivate mutating func append(_ value: Double) {
+        storage[count] = value
+        count += 1
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { count }
+    public subscript(position: Int) -> Double {
+        precondition(position >= 0 && position < count, "value index out of range")
+        return storage[position]
+    }
+}
