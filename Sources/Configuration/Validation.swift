@@ -56,7 +56,7 @@ enum Schema {
 
     static let logLevels: [(String, LogLevel)] = [("error", .error), ("warning", .warning), ("notice", .notice),
                                                    ("info", .info), ("debug", .debug)]
-    static let models: [(String, Model?)] = [("auto", nil), ("cc2541", .cc2541), ("cc2650", .cc2650), ("cc1350", .cc1350)]
+    static let models: [(String, Model?)] = [("auto", nil), ("cc2541", .cc2541), ("cc2650", .cc2650), ("cc1350", .cc1350), ("gatt", .gatt)]
     static let addressTypes: [(String, BluetoothAddress.Kind)] = [("public", .public), ("random", .random)]
     static let movementRanges: [(String, CC2650.AccelerometerRange)] = [("2g", .g2), ("4g", .g4), ("8g", .g8), ("16g", .g16)]
     static let cc2541Ranges: [(String, CC2541.AccelerometerRange)] = [("2g", .g2), ("4g", .g4), ("8g", .g8)]
@@ -66,11 +66,16 @@ enum Schema {
         Model.allCases.contains { SensorProfile.lookup($0, sensor)?.notifies == true }
     }
 
-    /// The streaming sensors of a model, or of either model when it is not pinned.
+    /// The streaming sensors of a model, or of either SensorTag generation when it is not pinned
+    /// (a generic GATT device must be named as one: `model = "gatt"`).
     static func streamingSensors(of model: Model?) -> [Sensor] {
-        guard let model else { return streamingSensors }
-        return streamingSensors.filter { SensorProfile.lookup(model, $0)?.notifies == true }
+        let models = model.map { [$0] } ?? Model.allCases.filter(\.isSensorTag)
+        return streamingSensors.filter { sensor in models.contains { SensorProfile.lookup($0, sensor)?.notifies == true } }
     }
+
+    /// How often a standard device's characteristic that cannot notify may be read: from once a
+    /// second (a radio round trip per read) to once a day.
+    static let pollRange = 1_000...86_400_000
 
     /// The period limits for `sensor` on `model`; when the model is not pinned, the stricter of both
     /// generations' limits. nil when the sensor has no period (keys, battery).
@@ -547,6 +552,14 @@ struct Validator {
                         report(p.line, scope.context, "\(scope.prefix)period_ms must be a multiple of 10 (got \(ms))")
                     } else {
                         config.periodMilliseconds = ms
+                    }
+                } else if let model, let profile = SensorProfile.lookup(model, sensor), profile.pollable {
+                    // A standard characteristic notifies when the device decides; the period is
+                    // used only if the device can merely be read.
+                    if Schema.pollRange.contains(ms) {
+                        config.periodMilliseconds = ms
+                    } else {
+                        report(p.line, scope.context, "\(scope.prefix)period_ms must be \(Schema.pollRange.lowerBound)..\(Schema.pollRange.upperBound) (got \(ms))")
                     }
                 } else {
                     report(p.line, scope.context, "\(scope.prefix)period_ms: \(sensor) has no period (it notifies on change)")

@@ -189,3 +189,31 @@ public struct DeclaredValues: Sendable, RandomAccessCollection {
         return storage[position]
     }
 }
+
+/// One value of a declared characteristic: its name and how the raw number becomes the published
+/// one (`raw × scale + offset`). The unit and Home Assistant device class are the configuration's
+/// business: they are announced, not carried on every reading.
+public struct DeclaredField: Sendable, Hashable {
+    public let name: FieldName
+    public let scale: Double
+    public let offset: Double
+
+    public init(name: String, scale: Double = 1, offset: Double = 0) {
+        self.name = FieldName(declared: name)
+        self.scale = scale
+        self.offset = offset
+    }
+}
+
+/// How a declared characteristic's payload becomes a reading: its shape and a field per value.
+public struct DeclaredDecoding: Sendable, Hashable {
+    public let shape: DeclaredShape
+    public let fields: [DeclaredField]
+
+    /// `fields` has one entry per value the shape yields.
+    public init?(shape: DeclaredShape, fields: [DeclaredField]) {
+        guard fields.count == shape.valueCount else { return nil }
+        self.shape = shape
+        self.fields = fields
+    }
+}

@@ -83,7 +83,23 @@ public struct SensorProfile: Sendable {
         case cc2541Barometer, cc2541Gyroscope, cc2541Test
         case cc2650Temperature, cc2650Humidity, cc2650Barometer, cc2650Movement, cc2650Optical, cc2650IO
         case keys, battery
+        case essTemperature, essHumidity, essPressure, essElevation, essUVIndex, essDewPoint, essIrradiance
+        case essWindSpeed, essWindDirection, heartRate
+        case declared(DeclaredDecoding)
     }
+
+    /// Whether the sensor may be read at its period when the device offers no notification for
+    /// it (a standard or declared characteristic that is only readable). SensorTags notify.
+    public var pollable: Bool {
+        switch layout {
+        case .essTemperature, .essHumidity, .essPressure, .essElevation, .essUVIndex, .essDewPoint, .essIrradiance,
+             .essWindSpeed, .essWindDirection, .declared: return true
+        default: return false
+        }
+    }
+
+    /// The period a polled sensor is read at when the configuration gives none.
+    public static let defaultPollMilliseconds = 60_000
 
     /// The config value that switches the sensor on with the given settings.
     public func enableValue(_ settings: SensorSettings = SensorSettings()) -> ConfigValue? {
@@ -131,6 +147,20 @@ public struct SensorProfile: Sendable {
             return [FieldDeclaration(bits: "pressed")]
         case .battery:
             return [FieldDeclaration("level", .percent)]
+        case .essTemperature: return [FieldDeclaration("temperature", .celsius)]
+        case .essHumidity: return [FieldDeclaration("humidity", .percentRH)]
+        case .essPressure: return [FieldDeclaration("pressure", .hectopascal)]
+        case .essElevation: return [FieldDeclaration("elevation", .meter)]
+        case .essUVIndex: return [FieldDeclaration("uv_index", .none)]
+        case .essDewPoint: return [FieldDeclaration("dew_point", .celsius)]
+        case .essIrradiance: return [FieldDeclaration("irradiance", .wattsPerSquareMeter)]
+        case .essWindSpeed: return [FieldDeclaration("speed", .metersPerSecond)]
+        case .essWindDirection: return [FieldDeclaration("direction", .degree)]
+        case .heartRate:
+            // The contact, energy and RR fields appear only when a measurement carries them.
+            return [FieldDeclaration("heart_rate", .beatsPerMinute)]
+        case .declared(let d):
+            return d.fields.map { FieldDeclaration($0.name, .none) }
         }
     }
 
@@ -228,6 +258,44 @@ public struct SensorProfile: Sendable {
         case .battery:
             let d = try SerDe.deserialize(Battery.Level.self, from: payload)
             r.append(Field("level", d.percent, .percent))
+        case .essTemperature:
+            let d = try SerDe.deserialize(EnvironmentalSensing.Temperature.self, from: payload)
+            guard d.isKnown else { throw .notKnown(characteristic: EnvironmentalSensing.Temperature.name) }
+            r.append(Field("temperature", d.celsius, .celsius))
+        case .essHumidity:
+            let d = try SerDe.deserialize(EnvironmentalSensing.Humidity.self, from: payload)
+            guard d.isKnown else { throw .notKnown(characteristic: EnvironmentalSensing.Humidity.name) }
+            r.append(Field("humidity", d.percent, .percentRH))
+        case .essPressure:
+            r.append(Field("pressure", try SerDe.deserialize(EnvironmentalSensing.Pressure.self, from: payload).hectopascal, .hectopascal))
+        case .essElevation:
+            r.append(Field("elevation", try SerDe.deserialize(EnvironmentalSensing.Elevation.self, from: payload).meters, .meter))
+        case .essUVIndex:
+            r.append(Field("uv_index", try SerDe.deserialize(EnvironmentalSensing.UVIndex.self, from: payload).index, .none))
+        case .essDewPoint:
+            r.append(Field("dew_point", try SerDe.deserialize(EnvironmentalSensing.DewPoint.self, from: payload).celsius, .celsius))
+        case .essIrradiance:
+            r.append(Field("irradiance", try SerDe.deserialize(EnvironmentalSensing.Irradiance.self, from: payload)
+                .wattsPerSquareMeter, .wattsPerSquareMeter))
+        case .essWindSpeed:
+            r.append(Field("speed", try SerDe.deserialize(EnvironmentalSensing.TrueWindSpeed.self, from: payload)
+                .metersPerSecond, .metersPerSecond))
+        case .essWindDirection:
+            r.append(Field("direction", try SerDe.deserialize(EnvironmentalSensing.TrueWindDirection.self, from: payload)
+                .degrees, .degree))
+        case .heartRate:
+            let m = try HeartRate.Measurement(from: payload)
+            r.append(Field("heart_rate", Double(m.beatsPerMinute), .beatsPerMinute))
+            if let contact = m.contact { r.append(Field("contact", bits: contact ? 1 : 0)) }
+            if let energy = m.energyExpended { r.append(Field("energy_expended", Double(energy), .kilojoule)) }
+            for i in 0..<m.rrCount { r.append(Field(HeartRate.rrNames[i], m.rrSeconds(i), .second)) }
+        case .declared(let d):
+            var values = DeclaredValues()
+            try d.shape.decode(payload, into: &values)
+            for (i, v) in values.enumerated() {
+                let f = d.fields[i]
+                r.append(Field(f.name, v * f.scale + f.offset, .none))
+            }
         }
         return r
     }
@@ -243,15 +311,60 @@ public struct SensorProfile: Sendable {
 
     // MARK: Lookup
 
-    /// The profile of `sensor` on `model`, or nil when that model has no such sensor.
+    /// The built-in profile of `sensor` on `model`, or nil when that model has no such sensor.
     public static func lookup(_ model: Model, _ sensor: Sensor) -> SensorProfile? {
-        let table = model.generation == .cc2541 ? cc2541 : cc2650
-        return table.first { $0.sensor == sensor }
+        all(for: model).first { $0.sensor == sensor }
     }
 
-    /// Every sensor the model has.
+    /// Every built-in sensor the model has.
     public static func all(for model: Model) -> [SensorProfile] {
-        model.generation == .cc2541 ? cc2541 : cc2650
+        switch model.generation {
+        case .cc2541: return cc2541
+        case .cc2650: return cc2650
+        case .standard: return standard
+        }
+    }
+
+    /// The Bluetooth SIG profiles a `gatt` device may offer, each characteristic its own sensor.
+    static let standard: [SensorProfile] = [
+        .sig(.temperature, EnvironmentalSensing.Temperature.self, .essTemperature),
+        .sig(.humidity, EnvironmentalSensing.Humidity.self, .essHumidity),
+        .sig(.pressure, EnvironmentalSensing.Pressure.self, .essPressure),
+        .sig(.elevation, EnvironmentalSensing.Elevation.self, .essElevation),
+        .sig(.uvIndex, EnvironmentalSensing.UVIndex.self, .essUVIndex),
+        .sig(.dewPoint, EnvironmentalSensing.DewPoint.self, .essDewPoint),
+        .sig(.irradiance, EnvironmentalSensing.Irradiance.self, .essIrradiance),
+        .sig(.windSpeed, EnvironmentalSensing.TrueWindSpeed.self, .essWindSpeed),
+        .sig(.windDirection, EnvironmentalSensing.TrueWindDirection.self, .essWindDirection),
+        SensorProfile(sensor: .heartRate, generation: .standard, service: HeartRate.profile, data: HeartRate.Measurement.uuid,
+                      config: nil, period: nil, calibration: nil, periodLimits: nil, dataLength: .range(min: 2, max: 20),
+                      notifies: true, zeroMeansNoData: false, readsConfigBack: false, layout: .heartRate),
+        SensorProfile(sensor: .battery, generation: .standard, service: Battery.profile, data: Battery.Level.uuid,
+                      config: nil, period: nil, calibration: nil, periodLimits: nil, dataLength: .exactly(1),
+                      notifies: true, zeroMeansNoData: false, readsConfigBack: false, layout: .battery),
+    ]
+
+    /// An Environmental Sensing characteristic: notified when the device offers it, else read at
+    /// the configured period; no config or period characteristic of its own.
+    static func sig<C: RawDeserializable & CharacteristicConfigurable>(_ sensor: Sensor, _: C.Type, _ layout: Layout) -> SensorProfile {
+        SensorProfile(sensor: sensor, generation: .standard, service: EnvironmentalSensing.profile, data: C.uuid,
+                      config: nil, period: nil, calibration: nil, periodLimits: nil,
+                      dataLength: .exactly(C.RawType.size), notifies: true, zeroMeansNoData: false,
+                      readsConfigBack: false, layout: layout)
+    }
+
+    /// The profile of a sensor declared in the configuration.
+    public static func declared(_ sensor: Sensor, service: GATTUUID, data: GATTUUID, decoding: DeclaredDecoding,
+                                notifies: Bool) -> SensorProfile {
+        let characteristic = CharacteristicProfile(name: DeclaredShape.name, uuid: data,
+                                                   properties: notifies ? [.read, .notify] : [.read], role: .data,
+                                                   initialValue: [])
+        return SensorProfile(sensor: sensor, generation: .standard,
+                             service: ServiceProfile(name: "declared service", uuid: service, tag: "declared",
+                                                     characteristics: [characteristic]),
+                             data: data, config: nil, period: nil, calibration: nil, periodLimits: nil,
+                             dataLength: decoding.shape.byteLength, notifies: notifies, zeroMeansNoData: false,
+                             readsConfigBack: false, layout: .declared(decoding))
     }
 
     static let cc2541: [SensorProfile] = [

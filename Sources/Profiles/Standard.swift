@@ -165,6 +165,8 @@ public enum HeartRate: ServiceConfigurable {
     /// splits longer lists over notifications (HRS 3.1.1.5), so a longer one is refused as
     /// malformed rather than cut.
     public static let maxRRIntervals = 9
+    /// The fields RR intervals are published as, in the order they were measured.
+    public static let rrNames: [FieldName] = ["rr_1", "rr_2", "rr_3", "rr_4", "rr_5", "rr_6", "rr_7", "rr_8", "rr_9"]
 
     /// Heart Rate Measurement (0x2A37): a flags byte, then the rate (uint8 or uint16 bpm), the
     /// energy expended (uint16 kJ) if flagged, and RR intervals (uint16 in 1/1024 s) to the end if

@@ -227,6 +227,7 @@ public struct HomeAssistantDiscovery: Sendable {
         case .cc2541: return "CC2541 SensorTag"
         case .cc2650: return "CC2650 SensorTag"
         case .cc1350: return "CC1350 SensorTag"
+        case .gatt: return "Bluetooth LE sensor"
         }
     }
 
@@ -246,6 +247,13 @@ public struct HomeAssistantDiscovery: Sendable {
         case .lux: return "lx"  // HA's illuminance device class accepts only "lx"
         case .percent: return "%"
         case .none: return nil
+        case .meter: return "m"
+        case .metersPerSecond: return "m/s"
+        case .degree: return "°"
+        case .wattsPerSquareMeter: return "W/m²"
+        case .beatsPerMinute: return "bpm"
+        case .kilojoule: return "kJ"
+        case .second: return "s"
         }
     }
 
@@ -256,7 +264,12 @@ public struct HomeAssistantDiscovery: Sendable {
         case .hectopascal: return "pressure"
         case .lux: return "illuminance"
         case .percent: return sensor == .battery ? "battery" : nil
-        case .g, .microtesla, .degreesPerSecond, .none: return nil
+        case .meter: return "distance"
+        case .metersPerSecond: return "wind_speed"
+        case .wattsPerSquareMeter: return "irradiance"
+        case .kilojoule: return "energy"
+        case .second: return "duration"
+        case .g, .microtesla, .degreesPerSecond, .none, .degree, .beatsPerMinute: return nil
         }
     }
 

@@ -376,6 +376,7 @@ public final class SensorTagEmulator {
             let allowed: UInt16 = table[valueHandle]!.properties.contains(.notify) ? ClientConfiguration.notify : 0x0002
             guard v == ClientConfiguration.off || v == allowed else { return .tiInvalidValue }
             server.table.setValue(value, at: handle)
+            subscriptionChanged(valueHandle, on: v != ClientConfiguration.off)
             return nil
         }
         guard let (index, role) = roles[handle] else {
@@ -412,6 +413,21 @@ public final class SensorTagEmulator {
             server.table.setValue(value, at: handle)
         }
         return nil
+    }
+
+    /// A standard device has no config characteristic: it measures while someone listens.
+    private func subscriptionChanged(_ valueHandle: UInt16, on: Bool) {
+        guard model.generation == .standard, let (i, _) = roles[valueHandle],
+              sensors[i].profile.sensor != .battery else { return }
+        if on && !sensors[i].enabled {
+            sensors[i].enabled = true
+            sensors[i].updates = 1  // no "no measurement yet" placeholder: the first update measures
+            schedule(i, from: loop.now)
+        } else if !on {
+            loop.cancel(sensors[i].timer)
+            sensors[i].timer = nil
+            sensors[i].enabled = false
+        }
     }
 
     private func applyIOMode(_ mode: CC2650.IO.Mode) {
@@ -509,8 +525,12 @@ public final class SensorTagEmulator {
         let sensor = sensors[i].profile.sensor
         let state = environment.state(at: seconds)
         lastStates[sensor] = state
-        let config = table[sensors[i].config!]!.value
+        let config = sensors[i].config.map { table[$0]!.value } ?? []
         switch (model.generation, sensor) {
+        case (.standard, .temperature): return SensorEncoding.standardTemperature(state)
+        case (.standard, .humidity): return SensorEncoding.standardHumidity(state)
+        case (.standard, .pressure): return SensorEncoding.standardPressure(state)
+        case (.standard, .heartRate): return SensorEncoding.standardHeartRate(state, beat: Int(truncatingIfNeeded: sensors[i].updates))
         case (.cc2541, .temperature): return SensorEncoding.cc2541Temperature(state)
         case (.cc2541, .accelerometer): return SensorEncoding.cc2541Accelerometer(state, range: sensors[i].cc2541Range)
         case (.cc2541, .humidity): return SensorEncoding.cc2541Humidity(state)
@@ -564,6 +584,18 @@ public final class SensorTagEmulator {
             if let config { roles[config] = (index, .config) }
             if let period { roles[period] = (index, .period) }
             if let calibration { roles[calibration] = (index, .calibration) }
+        }
+        // A standard device holds a measurement from power-on (there is no config to switch its
+        // sensors on); one that cannot notify measures all the time, to be read at any moment.
+        if model.generation == .standard {
+            for i in sensors.indices where sensors[i].profile.pollable { server.table.setValue(measure(i), at: sensors[i].data) }
+        }
+        if model.generation == .standard && !model.notifies {
+            for i in sensors.indices where sensors[i].profile.pollable {
+                sensors[i].enabled = true
+                sensors[i].updates = 1
+                schedule(i, from: loop.now)
+            }
         }
     }
 

@@ -79,7 +79,7 @@ struct Emulate: Command {
 
     func run() throws {
         guard let hardware = Model(rawValue: model.lowercased()) else {
-            writeStderr("collectord emulate: unknown model '\(model)' (expected cc2541, cc2650, cc1350)\n")
+            writeStderr("collectord emulate: unknown model '\(model)' (expected cc2541, cc2650, cc1350, gatt)\n")
             throw ExitCode(64)
         }
         let emulated: EmulatedModel
@@ -87,6 +87,7 @@ struct Emulate: Command {
         case .cc2541: emulated = firmware.map { .cc2541(firmware: $0) } ?? .cc2541()
         case .cc2650: emulated = firmware.map { .cc2650(firmware: $0) } ?? .cc2650()
         case .cc1350: emulated = firmware.map { .cc1350(firmware: $0) } ?? .cc1350()
+        case .gatt: emulated = firmware.map { .standard(firmware: $0) } ?? .standard()
         }
         guard let hostile = hostileKinds, (unknownHandleMs ?? 1) > 0 else {
             writeStderr("collectord emulate: bad --hostile-strings (expected \(HostileString.allCases.map(\.rawValue).joined(separator: ", ")) or all) or --unknown-handle-ms\n")

@@ -18,6 +18,8 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
     var events: [(tag: String, event: ConnectionEvent, at: Instant)] = []
     var readings: [String: [Sensor: [(Reading, Instant)]]] = [:]
     var logs: [String] = []
+    /// The lines logged at error level or worse.
+    var errorLogs: [String] = []
     var inFlight = 0
     var maxInFlight = 0
 
@@ -61,7 +63,10 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
 
     // TagSupervisorDelegate
     func supervisor(_ s: TagSupervisor, event: ConnectionEvent) { events.append((s.tag.name, event, loop.now)) }
-    func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) { logs.append("\(s.tag.name): \(message)") }
+    func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {
+        logs.append("\(s.tag.name): \(message)")
+        if level <= .error { errorLogs.append("\(s.tag.name): \(message)") }
+    }
 
     /// One tag's sink: records each reading under the tag's name and configured sensor, with the
     /// time it arrived.
@@ -107,7 +112,10 @@ func plausible(_ r: Reading) -> Bool {
         case .degreesPerSecond: if !(-250...250).contains(v) { return false }
         case .microtesla: if !(-1000...1000).contains(v) { return false }
         case .percent: if !(0...100).contains(v) { return false }
-        case .none: break
+        case .beatsPerMinute: if !(30...220).contains(v) { return false }
+        case .second: if !(0.2...2).contains(v) { return false }
+        case .kilojoule: if !(0...65535).contains(v) { return false }
+        case .none, .meter, .metersPerSecond, .degree, .wattsPerSquareMeter: break
         }
     }
     return true
