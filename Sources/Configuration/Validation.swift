@@ -516,7 +516,7 @@ struct Validator {
         }
         var configured: [SensorConfiguration] = []
         var invalid = 0
-        let names = Schema.streamingSensors.map(\.rawValue)
+        let names = Schema.streamingSensors(of: model).map(\.rawValue)
         for entry in table.entries {
             let errorsBefore = errors.count
             defer { if errors.count > errorsBefore { invalid += 1 } }
@@ -535,6 +535,11 @@ struct Validator {
             }
             if let model, SensorProfile.lookup(model, sensor) == nil {
                 report(entry.value.line, tagScope.context, "sensors.\(sensor): a \(model) has no \(sensor) sensor")
+                continue
+            }
+            if model == nil, !Schema.streamingSensors(of: nil).contains(sensor) {
+                report(entry.value.line, tagScope.context,
+                       "sensors.\(sensor): a SensorTag has no \(sensor) sensor (a standard Bluetooth device needs model = \"gatt\")")
                 continue
             }
             guard let s = entry.value.table else {

@@ -158,7 +158,8 @@ public struct SensorProfile: Sendable {
         case .essWindDirection: return [FieldDeclaration("direction", .degree)]
         case .heartRate:
             // The contact, energy and RR fields appear only when a measurement carries them.
-            return [FieldDeclaration("heart_rate", .beatsPerMinute)]
+            return [FieldDeclaration("heart_rate", .beatsPerMinute), FieldDeclaration("contact", .none),
+                    FieldDeclaration("energy_expended", .kilojoule)] + HeartRate.rrNames.map { FieldDeclaration($0, .second) }
         case .declared(let d):
             return d.fields.map { FieldDeclaration($0.name, .none) }
         }
@@ -286,7 +287,7 @@ public struct SensorProfile: Sendable {
         case .heartRate:
             let m = try HeartRate.Measurement(from: payload)
             r.append(Field("heart_rate", Double(m.beatsPerMinute), .beatsPerMinute))
-            if let contact = m.contact { r.append(Field("contact", bits: contact ? 1 : 0)) }
+            if let contact = m.contact { r.append(Field("contact", contact ? 1 : 0, .none)) }
             if let energy = m.energyExpended { r.append(Field("energy_expended", Double(energy), .kilojoule)) }
             for i in 0..<m.rrCount { r.append(Field(HeartRate.rrNames[i], m.rrSeconds(i), .second)) }
         case .declared(let d):
@@ -337,7 +338,7 @@ public struct SensorProfile: Sendable {
         .sig(.windSpeed, EnvironmentalSensing.TrueWindSpeed.self, .essWindSpeed),
         .sig(.windDirection, EnvironmentalSensing.TrueWindDirection.self, .essWindDirection),
         SensorProfile(sensor: .heartRate, generation: .standard, service: HeartRate.profile, data: HeartRate.Measurement.uuid,
-                      config: nil, period: nil, calibration: nil, periodLimits: nil, dataLength: .range(min: 2, max: 20),
+                      config: nil, period: nil, calibration: nil, periodLimits: nil, dataLength: HeartRate.Measurement.length,
                       notifies: true, zeroMeansNoData: false, readsConfigBack: false, layout: .heartRate),
         SensorProfile(sensor: .battery, generation: .standard, service: Battery.profile, data: Battery.Level.uuid,
                       config: nil, period: nil, calibration: nil, periodLimits: nil, dataLength: .exactly(1),

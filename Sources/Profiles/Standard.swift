@@ -29,7 +29,7 @@ public enum EnvironmentalSensing: ServiceConfigurable {
         public static let uuid = GATTUUID.sig(0x2A6E)
         public static let properties: CharacteristicProperties = [.read, .notify]
         public static let role = CharacteristicRole.data
-        public static let initialValue: [UInt8] = [0x00, 0x80]
+        public static let initialValue: [UInt8] = [0x00, 0x00]
     }
 
     /// Humidity (0x2A6F, GSS 3.124): uint16 in 0.01 %, 0…100 %; 0xFFFF is "not known".
@@ -47,7 +47,7 @@ public enum EnvironmentalSensing: ServiceConfigurable {
         public static let uuid = GATTUUID.sig(0x2A6F)
         public static let properties: CharacteristicProperties = [.read, .notify]
         public static let role = CharacteristicRole.data
-        public static let initialValue: [UInt8] = [0xFF, 0xFF]
+        public static let initialValue: [UInt8] = [0x00, 0x00]
     }
 
     /// Pressure (0x2A6D, GSS 3.181): uint32 in 0.1 Pa. Published in hPa, like the SensorTags'.
@@ -201,7 +201,7 @@ public enum HeartRate: ServiceConfigurable {
 
         public init(from bytes: borrowing RawSpan) throws(DecodeError) {
             let n = bytes.byteCount
-            guard n >= 2 else { throw .length(characteristic: Self.name, expected: .range(min: 2, max: 20), actual: n) }
+            guard Self.length.admits(n) else { throw .length(characteristic: Self.name, expected: Self.length, actual: n) }
             let flags = Flags(rawValue: UInt8.load(from: bytes, at: 0))
             var offset = 1
             let rateSize = flags.contains(.rateIsUInt16) ? 2 : 1
@@ -240,6 +240,10 @@ public enum HeartRate: ServiceConfigurable {
             a.flags == b.flags && a.beatsPerMinute == b.beatsPerMinute && a.energyExpended == b.energyExpended
                 && a.rrCount == b.rrCount && (0..<a.rrCount).allSatisfy { a.rrIntervals[$0] == b.rrIntervals[$0] }
         }
+
+        /// Shortest: flags and an 8-bit rate; longest: flags, a 16-bit rate, the energy and nine
+        /// RR intervals.
+        public static let length = ByteLength.range(min: 2, max: 5 + 2 * HeartRate.maxRRIntervals)
 
         public static let name: StaticString = "Heart Rate Measurement"
         public static let uuid = GATTUUID.sig(0x2A37)

@@ -192,9 +192,10 @@ public struct HomeAssistantDiscovery: Sendable {
             ("identifiers", .array([.string(node)])),
             ("connections", .array([.array(["bluetooth", .string(device.address.lowercased())])])),
             ("name", .string(device.displayName ?? device.tag)),
-            ("manufacturer", "Texas Instruments"),
             ("model", .string(HomeAssistantDiscovery.modelName(device.model))),
         ]
+        // A generic device's maker is whatever its Device Information says, not TI.
+        if device.model.isSensorTag { deviceMembers.insert(("manufacturer", "Texas Instruments"), at: 3) }
         if let firmware = device.firmware { deviceMembers.append(("sw_version", .string(firmware))) }
         let config = JSONValue.object(members + [
             ("availability", availability),

@@ -28,7 +28,7 @@ import Profiles
         #expect((-10...60).contains(t))
         let hr = try #require(fleet.readings["esp"]?[.heartRate]?.last?.0)
         #expect(hr.field("heart_rate")?.unit == .beatsPerMinute)
-        #expect(hr.field("contact")?.value == .bits(1))
+        #expect(hr.field("contact")?.value == .number(1))
         #expect(hr.field("rr_1")?.unit == .second)
         #expect(fleet.readings["esp"]?[.battery]?.first?.0.field("level")?.value == .number(87))
         // Absent characteristics are not errors.

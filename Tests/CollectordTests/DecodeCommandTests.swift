@@ -78,9 +78,9 @@ import Publishing
         (["--model", "cc2650", "--sensor", "gyroscope", "--hex", "00"], 64,
          "cc2650 has no gyroscope sensor (it has temperature, humidity, barometer, movement, light, keys, battery, io)"),
         (["--model", "cc9999", "--sensor", "keys", "--hex", "00"], 64,
-         "unknown model 'cc9999' (expected cc2541, cc2650, cc1350)"),
+         "unknown model 'cc9999' (expected cc2541, cc2650, cc1350, gatt)"),
         (["--model", "cc2650", "--sensor", "thermometer", "--hex", "00"], 64,
-         "unknown sensor 'thermometer' (expected one of temperature, accelerometer, humidity, magnetometer, barometer, gyroscope, movement, light, keys, battery, io, test)"),
+         "unknown sensor 'thermometer' (expected one of temperature, accelerometer, humidity, magnetometer, barometer, gyroscope, movement, light, keys, battery, io, test, pressure, elevation, uv_index, dew_point, irradiance, wind_speed, wind_direction, heart_rate)"),
         (["--model", "cc2650", "--sensor", "keys", "--hex", "0G"], 64,
          "--hex: invalid hex character 'G' at position 2"),
         (["--model", "cc2650", "--sensor", "keys", "--hex", "123"], 64,
@@ -201,7 +201,7 @@ import Publishing
     @Test func emulateRejectsUnknownModels() throws {
         let r = try DecodeProcessTests().run(["emulate", "--model", "cc9999"])
         #expect(r.status == 64)
-        #expect(r.stderr == "collectord emulate: unknown model 'cc9999' (expected cc2541, cc2650, cc1350)\n")
+        #expect(r.stderr == "collectord emulate: unknown model 'cc9999' (expected cc2541, cc2650, cc1350, gatt)\n")
     }
 }
 

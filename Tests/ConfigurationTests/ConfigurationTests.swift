@@ -247,6 +247,12 @@ private let cellar = BluetoothAddress("54:6C:0E:53:00:01")!
                 func config(_ ms: Int) -> String {
                     "[[tag]]\nname = \"t\"\naddress = \"B0:B4:48:C9:4A:85\"\n\(modelLine)\n[tag.sensors.\(sensor)]\nperiod_ms = \(ms)\n"
                 }
+                if model == .gatt, profiles.allSatisfy(\.pollable) {
+                    // A standard characteristic's period is how often it is read if it cannot notify.
+                    #expect(valid(config(Schema.pollRange.lowerBound))?.tags.first?.sensors.first?.periodMilliseconds == 1000)
+                    #expect(errorLines(config(Schema.pollRange.lowerBound - 10)).count == 1)
+                    continue
+                }
                 if limits.isEmpty {
                     #expect(errorLines(config(1000)) == ["test.conf:6: tag \"t\": sensors.\(sensor).period_ms: \(sensor) has no period (it notifies on change)"])
                     continue

@@ -126,12 +126,13 @@ import Testing
     }
 
     @Test(arguments: [
-        ("00", "2..20", 1),                          // no rate
+        ("00", "2..23", 1),                          // no rate
         ("01 3C", "3", 2),                           // 16-bit rate cut short
         ("00 3C 00", "2", 3),                        // a byte past the end without intervals
         ("08 3C 10", "4", 3),                        // energy expended cut short
         ("10 3C", "4..20", 2),                       // intervals flagged, none sent
         ("10 3C 00 04 00", "4..20", 5),              // half an interval
+        ("19 3C 00 10 00" + String(repeating: " 00 04", count: 10), "2..23", 25),  // past the longest
     ])
     func malformedLengthsAreRefused(_ payload: String, _ expected: String, _ actual: Int) {
         do {
