@@ -261,7 +261,7 @@ public final class SensorTagSession {
         guard !ended else { return }
         guard index < tag.sensors.count else { return ready() }
         let wanted = tag.sensors[index]
-        guard let model, let profile = SensorProfile.lookup(model, wanted.sensor) else {
+        guard let model, let profile = tag.sensorProfile(wanted.sensor, model: model) else {
             log(.error, "\(wanted.sensor): a \(model?.description ?? "?") has no such sensor; skipped")
             return setUp(index + 1)
         }
@@ -317,7 +317,17 @@ public final class SensorTagSession {
                 }))
             }
         }
-        if let periodHandle = handle(profile.period), let limits = profile.periodLimits, let ms = wanted.periodMilliseconds {
+        if let declared = profile.declared {
+            // A declared characteristic's own writes: its enable bytes, and its period as its
+            // encoding says (the configuration checked the period against it).
+            if let enable = declared.enable, let h = handle(enable.uuid) {
+                steps.append(("enable \(Hex.bytes(enable.bytes))", { done in self.client.write(h, enable.bytes, done) }))
+            }
+            if let period = declared.period, let h = handle(period.uuid), let ms = wanted.periodMilliseconds, declared.notifies {
+                let bytes = period.encoding.bytes(milliseconds: ms)
+                steps.append(("period \(ms) ms", { done in self.client.write(h, bytes, done) }))
+            }
+        } else if let periodHandle = handle(profile.period), let limits = profile.periodLimits, let ms = wanted.periodMilliseconds {
             do {
                 let byte = try limits.encode(milliseconds: ms)
                 steps.append(("period \(ms) ms", { done in self.client.write(periodHandle, [byte], done) }))
@@ -329,8 +339,8 @@ public final class SensorTagSession {
             log(.warning, "\(wanted.sensor): this firmware has no period characteristic; the tag keeps its fixed period")
         }
         // A standard or declared characteristic that cannot notify is read at the sensor's period.
-        let polled = profile.pollable && !data.properties.contains(.notify) && !data.properties.contains(.indicate)
-            && data.properties.contains(.read)
+        let polled = profile.pollable && data.properties.contains(.read)
+            && (profile.declared?.notifies == false || !data.properties.contains(.notify) && !data.properties.contains(.indicate))
         if profile.notifies && !polled {
             guard let cccd = data.cccd else {
                 log(.error, "\(wanted.sensor): no CCCD on \(profile.data); skipped")

@@ -35,6 +35,9 @@ public struct TagConfiguration: Sendable, Hashable {
     /// A sensor may notify at most this many times as often as its period says (with short
     /// bursts); faster notifications are dropped and counted. 0: no limit.
     public var floodLimit: Int
+    /// A device profile declared in the configuration (for `model = "gatt"`): sensors of its own
+    /// beside the standard ones.
+    public var profile: DeviceProfile?
 
     public init(name: String, address: BluetoothAddress, model: Model? = nil, sensors: [SensorConfiguration],
                 tmp006S0: Double = CC2541.IRTemperature.defaultS0,
@@ -46,5 +49,11 @@ public struct TagConfiguration: Sendable, Hashable {
         self.sensors = sensors
         self.tmp006S0 = tmp006S0
         self.magnetometerScale = magnetometerScale
+    }
+
+    /// How `sensor` is set up and decoded on this tag, once its model is known: the declared
+    /// profile's own sensors first, then the model's built-in ones.
+    public func sensorProfile(_ sensor: Sensor, model: Model) -> SensorProfile? {
+        profile?.profile(for: sensor) ?? SensorProfile.lookup(model, sensor)
     }
 }

@@ -191,17 +191,139 @@ public struct DeclaredValues: Sendable, RandomAccessCollection {
 }
 
 /// One value of a declared characteristic: its name and how the raw number becomes the published
-/// one (`raw × scale + offset`). The unit and Home Assistant device class are the configuration's
-/// business: they are announced, not carried on every reading.
+/// one (`raw × scale + offset`). The unit and Home Assistant device class are announced (in
+/// discovery), not carried on every reading.
 public struct DeclaredField: Sendable, Hashable {
     public let name: FieldName
     public let scale: Double
     public let offset: Double
+    public let unit: String?
+    public let deviceClass: String?
 
-    public init(name: String, scale: Double = 1, offset: Double = 0) {
+    public init(name: String, scale: Double = 1, offset: Double = 0, unit: String? = nil, deviceClass: String? = nil) {
         self.name = FieldName(declared: name)
         self.scale = scale
         self.offset = offset
+        self.unit = unit
+        self.deviceClass = deviceClass
+    }
+}
+
+/// How a declared device takes its reporting period: the characteristic written and the encoding
+/// of the milliseconds, little-endian as GATT's own numbers are.
+public enum PeriodEncoding: String, Sendable, Hashable, CaseIterable {
+    /// One byte in 10 ms units (TI's sensor services): 10…2550 ms.
+    case uint8Tens = "uint8_10ms"
+    /// Two bytes in milliseconds: 1…65535 ms.
+    case uint16Milliseconds = "uint16_ms"
+    /// Four bytes in milliseconds.
+    case uint32Milliseconds = "uint32_ms"
+    /// Two bytes in seconds: 1 s…18 h.
+    case uint16Seconds = "uint16_s"
+
+    /// The periods this encoding can carry exactly.
+    public var range: ClosedRange<Int> {
+        switch self {
+        case .uint8Tens: return 10...2550
+        case .uint16Milliseconds: return 1...65_535
+        case .uint32Milliseconds: return 1...86_400_000
+        case .uint16Seconds: return 1000...65_535_000
+        }
+    }
+
+    /// The period's unit: a configured period must be a whole number of them.
+    public var granularity: Int {
+        switch self {
+        case .uint8Tens: return 10
+        case .uint16Milliseconds, .uint32Milliseconds: return 1
+        case .uint16Seconds: return 1000
+        }
+    }
+
+    /// The bytes to write for `milliseconds`, which the configuration has checked against `range`
+    /// and `granularity`.
+    public func bytes(milliseconds ms: Int) -> [UInt8] {
+        let v = UInt32(ms / granularity)
+        switch self {
+        case .uint8Tens: return [UInt8(truncatingIfNeeded: v)]
+        case .uint16Milliseconds, .uint16Seconds: return [UInt8(truncatingIfNeeded: v), UInt8(truncatingIfNeeded: v >> 8)]
+        case .uint32Milliseconds: return (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * UInt32($0))) }
+        }
+    }
+}
+
+/// A characteristic described in the configuration: where it is, how its bytes read, how it is
+/// switched on and paced, and whether it notifies or must be read.
+public struct DeclaredCharacteristic: Sendable, Hashable {
+    public let sensor: Sensor
+    public let service: GATTUUID
+    public let uuid: GATTUUID
+    public let decoding: DeclaredDecoding
+    /// Subscribe (notifications, or indications if that is all it offers); false: read at the
+    /// sensor's period.
+    public let notifies: Bool
+    /// Written before subscribing, to switch the sensor on.
+    public let enable: (uuid: GATTUUID, bytes: [UInt8])?
+    /// Where the configured period is written, and how.
+    public let period: (uuid: GATTUUID, encoding: PeriodEncoding)?
+
+    public init(sensor: Sensor, service: GATTUUID, uuid: GATTUUID, decoding: DeclaredDecoding, notifies: Bool,
+                enable: (uuid: GATTUUID, bytes: [UInt8])? = nil, period: (uuid: GATTUUID, encoding: PeriodEncoding)? = nil) {
+        self.sensor = sensor
+        self.service = service
+        self.uuid = uuid
+        self.decoding = decoding
+        self.notifies = notifies
+        self.enable = enable
+        self.period = period
+    }
+
+    public static func == (a: DeclaredCharacteristic, b: DeclaredCharacteristic) -> Bool {
+        a.sensor == b.sensor && a.service == b.service && a.uuid == b.uuid && a.decoding == b.decoding
+            && a.notifies == b.notifies && a.enable?.uuid == b.enable?.uuid && a.enable?.bytes == b.enable?.bytes
+            && a.period?.uuid == b.period?.uuid && a.period?.encoding == b.period?.encoding
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(sensor)
+        h.combine(uuid)
+    }
+
+    /// The runtime profile the session sets the sensor up from.
+    public var profile: SensorProfile {
+        var characteristics = [CharacteristicProfile(name: DeclaredShape.name, uuid: uuid,
+                                                     properties: notifies ? [.read, .notify] : [.read], role: .data,
+                                                     initialValue: [])]
+        if let enable {
+            characteristics.append(CharacteristicProfile(name: "declared enable", uuid: enable.uuid, properties: [.read, .write],
+                                                         role: .config, initialValue: []))
+        }
+        if let period, period.uuid != enable?.uuid {
+            characteristics.append(CharacteristicProfile(name: "declared period", uuid: period.uuid, properties: [.read, .write],
+                                                         role: .period, initialValue: []))
+        }
+        return SensorProfile(sensor: sensor, generation: .standard,
+                             service: ServiceProfile(name: "declared service", uuid: service, tag: "declared",
+                                                     characteristics: characteristics),
+                             data: uuid, config: enable?.uuid, period: period?.uuid, calibration: nil, periodLimits: nil,
+                             dataLength: decoding.shape.byteLength, notifies: notifies, zeroMeansNoData: false,
+                             readsConfigBack: false, layout: .declared(decoding), declared: self)
+    }
+}
+
+/// A named device profile from the configuration: the characteristics a kind of device offers.
+public struct DeviceProfile: Sendable, Hashable {
+    public let name: String
+    public let characteristics: [DeclaredCharacteristic]
+
+    public init(name: String, characteristics: [DeclaredCharacteristic]) {
+        self.name = name
+        self.characteristics = characteristics
+    }
+
+    /// The declared sensor's profile, if this device profile declares it.
+    public func profile(for sensor: Sensor) -> SensorProfile? {
+        characteristics.first { $0.sensor == sensor }?.profile
     }
 }
 

@@ -77,6 +77,8 @@ public struct SensorProfile: Sendable {
     /// actually applied (movement range: some firmware ignores the range bits).
     public let readsConfigBack: Bool
     let layout: Layout
+    /// The configuration's description, for a declared sensor: its enable and period writes.
+    public var declared: DeclaredCharacteristic? = nil
 
     enum Layout: Sendable {
         case cc2541Temperature, cc2541Accelerometer, cc2541Humidity, cc2541Magnetometer
@@ -108,6 +110,7 @@ public struct SensorProfile: Sendable {
         case .cc2541Gyroscope: return .byte(CC2541.Gyroscope.Config.all.rawValue)
         case .cc2650Movement: return .word(CC2650.Movement.Config(range: settings.movementRange).rawValue)
         case .cc2541Test, .keys, .battery, .cc2650IO: return nil
+        case .declared: return nil  // declared.enable carries its own bytes
         default: return .byte(1)
         }
     }
@@ -354,19 +357,6 @@ public struct SensorProfile: Sendable {
                       readsConfigBack: false, layout: layout)
     }
 
-    /// The profile of a sensor declared in the configuration.
-    public static func declared(_ sensor: Sensor, service: GATTUUID, data: GATTUUID, decoding: DeclaredDecoding,
-                                notifies: Bool) -> SensorProfile {
-        let characteristic = CharacteristicProfile(name: DeclaredShape.name, uuid: data,
-                                                   properties: notifies ? [.read, .notify] : [.read], role: .data,
-                                                   initialValue: [])
-        return SensorProfile(sensor: sensor, generation: .standard,
-                             service: ServiceProfile(name: "declared service", uuid: service, tag: "declared",
-                                                     characteristics: [characteristic]),
-                             data: data, config: nil, period: nil, calibration: nil, periodLimits: nil,
-                             dataLength: decoding.shape.byteLength, notifies: notifies, zeroMeansNoData: false,
-                             readsConfigBack: false, layout: .declared(decoding))
-    }
 
     static let cc2541: [SensorProfile] = [
         .triplet(.temperature, .cc2541, CC2541.IRTemperature.self, CC2541.IRTemperature.Data.self,
