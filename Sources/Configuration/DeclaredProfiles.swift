@@ -136,7 +136,10 @@ extension Validator {
         var shape: DeclaredShape?
         if let kind, !needsType || type != nil, !hasSecond || type2 != nil {
             do {
-                shape = try DeclaredShape(kind, type ?? .uint8, count: count, second: type2 ?? .uint8, count2: count2, byteOrder: order)
+                // A count that does not apply was reported above; the shape is checked without it.
+                let isArray = kind == .rawArray || kind == .rawArrayPair
+                shape = try DeclaredShape(kind, type ?? .uint8, count: isArray ? count : 1, second: type2 ?? .uint8,
+                                          count2: kind == .rawArrayPair ? count2 : 1, byteOrder: order)
             } catch {
                 report(c["shape"]?.line ?? c.line, scope.context, "\(scope.prefix)\(error)")
             }

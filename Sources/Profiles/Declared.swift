@@ -132,6 +132,36 @@ public struct DeclaredShape: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The wire form of `values` (one per element, in order; the emulator's side of a declared
+    /// device). Each is rounded and clamped to its element type.
+    public func encode(_ values: [Double]) -> [UInt8] {
+        precondition(values.count == valueCount, "one value per element")
+        var out: [UInt8] = []
+        for (i, v) in values.enumerated() {
+            let type = i < firstCount ? first : second
+            // Rounded to the nearest integer, saturating (NaN as 0).
+            let r: Int64 = v.isNaN ? 0 : v >= 9.2e18 ? Int64.max : v <= -9.2e18 ? Int64.min : Int64(v.rounded())
+            let bits: UInt32
+            switch type {
+            case .uint8: bits = UInt32(UInt8(clamping: r))
+            case .uint16: bits = UInt32(UInt16(clamping: r))
+            case .uint24: bits = UInt32(min(max(0, r), 0xFF_FFFF))
+            case .uint32: bits = UInt32(clamping: r)
+            case .int8: bits = UInt32(UInt8(bitPattern: Int8(clamping: r)))
+            case .int16: bits = UInt32(UInt16(bitPattern: Int16(clamping: r)))
+            case .int24: bits = UInt32(bitPattern: Int32(min(max(-0x80_0000, r), 0x7F_FFFF))) & 0xFF_FFFF
+            case .int32: bits = UInt32(bitPattern: Int32(clamping: r))
+            case .float32: bits = Float(v).bitPattern
+            }
+            let size = type.size
+            for k in 0..<size {
+                let shift = UInt32(8 * (byteOrder == .little ? k : size - 1 - k))
+                out.append(UInt8(truncatingIfNeeded: bits >> shift))
+            }
+        }
+        return out
+    }
+
     /// The characteristic name errors carry; the session logs the declared name beside it.
     public static let name: StaticString = "declared characteristic"
 

@@ -17,10 +17,19 @@ public struct EmulatedModel: Sendable, Hashable, CustomStringConvertible {
     /// are only readable (as on many ESP32 sketches), and the client must read them at a period.
     public let notifies: Bool
 
-    public init(hardware: Profiles.Model, firmware: String, notifies: Bool = true) {
+    /// A device profile from the configuration: a generic device with these characteristics too.
+    public let profile: DeviceProfile?
+
+    public init(hardware: Profiles.Model, firmware: String, notifies: Bool = true, profile: DeviceProfile? = nil) {
         self.hardware = hardware
         self.firmware = firmware
         self.notifies = notifies
+        self.profile = profile
+    }
+
+    /// Every sensor the device has: its model's, then its declared profile's.
+    public var sensorProfiles: [SensorProfile] {
+        SensorProfile.all(for: hardware) + (profile?.characteristics.map(\.profile) ?? [])
     }
 
     /// The original SensorTag. Firmware "1.4 (…)" or older has no period characteristic on IR
@@ -54,8 +63,8 @@ public struct EmulatedModel: Sendable, Hashable, CustomStringConvertible {
 
     /// A generic device with the Bluetooth SIG profiles (Environmental Sensing, Heart Rate,
     /// Battery, Device Information), as an ESP32 or nRF board would offer them.
-    public static func standard(firmware: String = "2.1.0", notifies: Bool = true) -> EmulatedModel {
-        EmulatedModel(hardware: .gatt, firmware: firmware, notifies: notifies)
+    public static func standard(firmware: String = "2.1.0", notifies: Bool = true, profile: DeviceProfile? = nil) -> EmulatedModel {
+        EmulatedModel(hardware: .gatt, firmware: firmware, notifies: notifies, profile: profile)
     }
 
     /// CC2541 firmware up to 1.4.
@@ -69,7 +78,7 @@ public struct EmulatedModel: Sendable, Hashable, CustomStringConvertible {
         isLegacy ? [.temperature, .humidity, .barometer, .gyroscope] : []
     }
 
-    public var description: String { "\(hardware) firmware \(firmware)" }
+    public var description: String { "\(hardware)\(profile.map { " profile \($0.name)" } ?? "") firmware \(firmware)" }
 }
 
 /// What an attribute is.
@@ -160,18 +169,26 @@ public struct AttributeTable: Sendable {
                          value: string(model.hardware.isSensorTag ? "Texas Instruments" : "collectord emulator"))
 
         let omitPeriod = model.sensorsWithoutPeriod
-        // Several sensors share a service on a standard device (each Environmental Sensing
-        // characteristic is a sensor): one service each.
-        var added = Set<GATTUUID>()
-        for sensor in SensorProfile.all(for: model.hardware) where sensorServices && added.insert(sensor.service.uuid).inserted {
-            b.service(sensor.service.uuid)
-            for var c in sensor.service.characteristics {
+        // Several sensors may share a service (each Environmental Sensing characteristic is a
+        // sensor, and a declared profile may put several in one): each service once, with the
+        // characteristics of all its sensors.
+        var services: [(uuid: GATTUUID, characteristics: [CharacteristicProfile])] = []
+        for sensor in model.sensorProfiles where sensorServices {
+            let i = services.firstIndex { $0.uuid == sensor.service.uuid } ?? services.count
+            if i == services.count { services.append((sensor.service.uuid, [])) }
+            for var c in sensor.service.characteristics where !services[i].characteristics.contains(where: { $0.uuid == c.uuid }) {
                 if c.role == .period && omitPeriod.contains(sensor.sensor) { continue }
                 // The emulated board measures temperature, humidity and pressure, as a BME280 does.
                 if sensor.service.uuid == EnvironmentalSensing.uuid && !AttributeTable.emulatedEnvironment.contains(c.uuid) { continue }
                 if !model.notifies && sensor.service.uuid == EnvironmentalSensing.uuid {
                     c = CharacteristicProfile(name: c.name, uuid: c.uuid, properties: [.read], role: c.role, initialValue: c.initialValue)
                 }
+                services[i].characteristics.append(c)
+            }
+        }
+        for service in services {
+            b.service(service.uuid)
+            for c in service.characteristics {
                 var value = c.initialValue
                 // AA43 holds nothing until the barometer config is written 2 (calibrate).
                 if c.role == .calibration { value = Array(repeating: 0, count: c.initialValue.count) }

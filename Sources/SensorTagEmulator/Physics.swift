@@ -212,6 +212,24 @@ public enum SensorEncoding {
         return out
     }
 
+    /// A declared characteristic: each field measures the room quantity its device class (or
+    /// name) says, anything else counts the updates; the value is put back into the declared
+    /// scale and offset and encoded in the declared shape.
+    public static func declared(_ d: DeclaredDecoding, _ s: PhysicalState, count: UInt64) -> [UInt8] {
+        let values = d.fields.map { f -> Double in
+            let physical: Double
+            switch f.deviceClass ?? f.name.description {
+            case "temperature": physical = s.humidityCelsius
+            case "humidity": physical = s.relativeHumidity
+            case "pressure", "atmospheric_pressure": physical = s.pressureHectopascal
+            case "illuminance": physical = s.illuminanceLux
+            default: physical = Double(count)
+            }
+            return (physical - f.offset) / f.scale
+        }
+        return d.shape.encode(values)
+    }
+
     /// BMP280 as the firmware sends it: 0.01 °C in a signed 24-bit field, Pa in an unsigned one.
     public static func cc2650Barometer(_ s: PhysicalState) -> [UInt8] {
         let t = Int24(truncating: Int32(clamping: rounded(s.ambientCelsius * 100)))

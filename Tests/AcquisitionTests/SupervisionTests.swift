@@ -31,13 +31,15 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
     /// Adds an emulated tag and a supervisor for it with every sensor of its model enabled.
     @discardableResult
     func add(_ model: EmulatedModel, name: String, sensors: [SensorConfiguration]? = nil, pinned: Model? = nil,
+             profile: DeviceProfile? = nil,
              backoff: Backoff = Backoff(base: .seconds(1), cap: .seconds(30), maxAttempts: 5)) -> (TagSupervisor, SensorTagEmulator) {
         let index = emulators.count
         let address = BluetoothAddress("00:AA:01:\(hex(index)):00:\(hex(index))")!
         let emulator = SensorTagEmulator(model: model, loop: loop, seed: UInt64(index + 1))
         air.add(emulator, at: address)
         let all = SensorProfile.all(for: model.hardware).filter(\.notifies).map { SensorConfiguration($0.sensor) }
-        let tag = TagConfiguration(name: name, address: address, model: pinned, sensors: sensors ?? all)
+        var tag = TagConfiguration(name: name, address: address, model: pinned, sensors: sensors ?? all)
+        tag.profile = profile
         let s = TagSupervisor(tag: tag, sink: Readings(of: tag, into: self), loop: loop, adapter: adapter, monitor: air,
                               cache: cache, backoff: backoff)
         s.random = { 0.5 }

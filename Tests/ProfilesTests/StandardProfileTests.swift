@@ -211,6 +211,42 @@ import Testing
         }
     }
 
+    /// What the emulator sends decodes back to the value it meant, to the element type's step.
+    @Test func encodeThenDecodeRoundTrips() throws {
+        var rng = SplitMix64(seed: 0x42)
+        for _ in 0..<500 {
+            let kinds: [ShapeKind] = [.raw, .rawArray, .rawPair, .rawArrayPair]
+            let kind = kinds[Int(rng.next() % 4)]
+            let t1 = ScalarType.allCases[Int(rng.next() % UInt64(ScalarType.allCases.count))]
+            let t2 = ScalarType.allCases[Int(rng.next() % UInt64(ScalarType.allCases.count))]
+            let n1 = kind == .rawArray || kind == .rawArrayPair ? 1 + Int(rng.next() % 4) : 1
+            let n2 = kind == .rawArrayPair ? 1 + Int(rng.next() % 4) : 1
+            let shape = try DeclaredShape(kind, t1, count: n1, second: t2, count2: n2, byteOrder: rng.next() & 1 == 0 ? .little : .big)
+            let values = (0..<shape.valueCount).map { i -> Double in
+                let t = i < shape.firstCount ? t1 : t2
+                switch t {
+                case .int8: return Double(Int8(truncatingIfNeeded: rng.next()))
+                case .uint8: return Double(UInt8(truncatingIfNeeded: rng.next()))
+                case .int16: return Double(Int16(truncatingIfNeeded: rng.next()))
+                case .uint16: return Double(UInt16(truncatingIfNeeded: rng.next()))
+                case .int24: return Double(Int32(truncatingIfNeeded: rng.next()) >> 8)
+                case .uint24: return Double(UInt32(truncatingIfNeeded: rng.next()) >> 8)
+                case .int32: return Double(Int32(truncatingIfNeeded: rng.next()))
+                case .uint32: return Double(UInt32(truncatingIfNeeded: rng.next()))
+                case .float32: return Double(Float(Int16(truncatingIfNeeded: rng.next())) / 8)
+                }
+            }
+            let bytes = shape.encode(values)
+            #expect(shape.byteLength == .exactly(bytes.count))
+            var out = DeclaredValues()
+            try shape.decode(bytes.span.bytes, into: &out)
+            #expect(Array(out) == values, "\(shape)")
+        }
+        // Out of range: clamped, not wrapped.
+        #expect(try DeclaredShape(.raw, .int8).encode([1000]) == [0x7F])
+        #expect(try DeclaredShape(.raw, .uint16, byteOrder: .big).encode([-5]) == [0, 0])
+    }
+
     /// Every scalar type in both orders against an independent reading of the same bytes.
     @Test func scalarsMatchTheStandardLibrary() throws {
         var rng = SplitMix64(seed: 0x17)
