@@ -1,0 +1,86 @@
+// Generic Bluetooth LE devices end to end: `model = "gatt"` (the SIG's standard profiles) and a
+// device described by a `[[profile]]` in the configuration, emulated in-process, through the
+// daemon to a real mosquitto broker and a real subscriber.
+
+import Foundation
+import Testing
+import TestSupport
+
+let declaredProfileConfig = """
+    [[profile]]
+    name = "thermo"
+
+    [[profile.characteristic]]
+    sensor = "climate"
+    service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+    uuid = "6E400003-B5A3-F393-E0A9-E50E24DCCA9E"
+    shape = "raw_array"
+    type = "int16"
+    count = 2
+    byte_order = "big"
+    enable = { uuid = "6E400004-B5A3-F393-E0A9-E50E24DCCA9E", value = "01" }
+    period = { uuid = "6E400005-B5A3-F393-E0A9-E50E24DCCA9E", encoding = "uint16_ms" }
+    fields = [
+      { name = "temperature", scale = 0.01, unit = "°C", device_class = "temperature" },
+      { name = "humidity", scale = 0.01, unit = "%", device_class = "humidity" },
+    ]
+
+    [[profile.characteristic]]
+    sensor = "gas"
+    service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+    uuid = "6E400006-B5A3-F393-E0A9-E50E24DCCA9E"
+    shape = "raw_pair"
+    type = "uint16"
+    type2 = "uint8"
+    notify = false
+    fields = [{ name = "ppm" }, { name = "quality", offset = -40 }]
+
+    [[tag]]
+    name = "greenhouse"
+    address = "C0:FF:EE:00:00:01"
+    profile = "thermo"
+    [tag.sensors.climate]
+    period_ms = 500
+    [tag.sensors.gas]
+    period_ms = 1000
+
+    [[tag]]
+    name = "board"
+    address = "C0:FF:EE:00:00:02"
+    model = "gatt"
+    """
+
+@Suite(.serialized) struct GenericDeviceTests {
+    @Test func standardAndDeclaredDevicesReachASubscriber() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "#")
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: declaredProfileConfig))
+        try daemon.start()
+        let expected = ["greenhouse/climate", "greenhouse/gas", "board/temperature", "board/humidity", "board/pressure",
+                        "board/heart_rate"]
+        #expect(sub.waitFor(seconds: 60) { s in expected.allSatisfy { s.seqs($0).count >= 3 } }, "\(daemon.log)")
+        #expect(sub.waitFor(seconds: 10) { $0.seqs("board/battery").count >= 1 }, "the battery level, read after setup")
+        let (_, status) = daemon.stop()
+        sub.stop()
+        #expect(status == 0)
+        let lines = sub.lines
+        let seqs = sequences(lines)
+        for key in expected { #expect(gapFree(seqs[key] ?? []), "\(key): \(seqs[key] ?? [])") }
+        let readings = lines.compactMap(Published.init)
+        // Declared fields, at their declared scale: a room's temperature and humidity.
+        let climate = try #require(readings.last { $0.tag == "greenhouse" && $0.sensor == "climate" })
+        let t = try #require(climate.fields["temperature"]?["value"] as? Double)
+        let h = try #require(climate.fields["humidity"]?["value"] as? Double)
+        #expect((-10...50).contains(t) && (0...100).contains(h), "\(climate.fields)")
+        let gas = try #require(readings.last { $0.tag == "greenhouse" && $0.sensor == "gas" })
+        #expect(Set(gas.fields.keys) == ["ppm", "quality"])
+        // The standard device: SIG units.
+        let hr = try #require(readings.last { $0.tag == "board" && $0.sensor == "heart_rate" })
+        #expect(hr.fields["heart_rate"]?["unit"] as? String == "bpm")
+        let pressure = try #require(readings.last { $0.tag == "board" && $0.sensor == "pressure" })
+        #expect((900...1100).contains(pressure.fields["pressure"]?["value"] as? Double ?? 0))
+        // Sensors the board does not have are not published, and their absence is no error.
+        #expect(seqs["board/elevation"] == nil)
+        #expect(!daemon.log.contains("<3>"), "\(daemon.log)")
+    }
+}
