@@ -258,6 +258,7 @@ struct Validator {
         if let t = table(root, "spool", top) { c.spool = spool(t) }
         if let t = table(root, "homeassistant", top) { c.homeAssistant = homeAssistant(t) }
         let declared = profiles(root)
+        c.profiles = declared.profiles
         c.tags = tags(root, declared).map { var t = $0; t.floodLimit = c.floodLimit; return t }
         return c
     }
