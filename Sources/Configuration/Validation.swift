@@ -52,7 +52,7 @@ enum Schema {
     static let reconnect = ["base_ms", "cap_ms", "max_attempts"]
     static let spool = ["path", "max_mb"]
     static let homeAssistant = ["discovery", "prefix"]
-    static let tag = ["name", "address", "address_type", "model", "profile", "tmp006_s0", "magnetometer_scale", "sensors"]
+    static let tag = ["name", "address", "address_type", "model", "tmp006_s0", "magnetometer_scale", "profile", "sensors"]
     static let sensor = ["enabled", "period_ms", "range"]
 
     static let logLevels: [(String, LogLevel)] = [("error", .error), ("warning", .warning), ("notice", .notice),
