@@ -70,6 +70,9 @@ public struct ATTCounters: Sendable, Equatable {
     public var timeouts: UInt64 = 0
     /// Outbound PDUs dropped because the socket's send queue stayed full.
     public var dropped: UInt64 = 0
+    /// Inbound PDUs the kernel dropped because the socket's receive queue was full: the loop did
+    /// not read for longer than the queue holds (SO_RXQ_OVFL, as of the last PDU read).
+    public var kernelDropped: UInt64 = 0
     public init() {}
 
     /// Totals over several links (a tag's supervisor sums its sessions').
@@ -86,6 +89,7 @@ public struct ATTCounters: Sendable, Equatable {
         s.refusedRequests &+= b.refusedRequests
         s.timeouts &+= b.timeouts
         s.dropped &+= b.dropped
+        s.kernelDropped &+= b.kernelDropped
         return s
     }
 }
@@ -104,6 +108,11 @@ public final class ATTBearer {
     public var requestTimeout: Duration = .seconds(10)
     public private(set) var counters = ATTCounters()
     public private(set) var isOpen = true
+    /// When the kernel received the PDU being handled, on the loop's clock: earlier than `loop.now`
+    /// by as long as it waited in the socket's queue (after a stall of the loop, the whole
+    /// backlog is read at once, but each PDU keeps its own time). `loop.now` when the socket
+    /// gives no receive time.
+    public private(set) var arrival: Instant
 
     /// Notifications (client role). The span is the value inside the receive buffer: valid only
     /// during the call.
@@ -117,16 +126,21 @@ public final class ATTBearer {
     public var onClose: ((ATTBearerCloseReason) -> Void)?
 
     private struct Pending {
+        /// Which request or indication this is, so a timeout finds whether it is still waiting.
+        let serial: UInt64
         let request: UInt8
         let expect: ATTOpcode
         let handler: ResponseHandler
         var timer: TimerID?
     }
     private var pending: Pending?
+    private var serial: UInt64 = 0
     private var queue: [(bytes: [UInt8], expect: ATTOpcode, handler: ResponseHandler)] = []
     private var indicationPending: Pending?
     /// Receive buffer, allocated once: every PDU is parsed and decoded where it lands.
     private let rx: UnsafeMutableRawBufferPointer
+    /// Room for the receive time and drop count of one PDU (control messages), allocated once.
+    private let control: UnsafeMutableRawBufferPointer
     private var outbox: [[UInt8]] = []
     private var reply = ATTWriter(capacity: 32)
     private static let outboxLimit = 256
@@ -136,14 +150,21 @@ public final class ATTBearer {
         self.fd = fd
         self.loop = loop
         self.rx = .allocate(byteCount: ATT.maximumMTU + 1, alignment: 8)
+        self.control = .allocate(byteCount: collectord_recv_control_size(), alignment: 8)
+        self.arrival = loop.now
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+        // Without them (a socket type that refuses), PDUs count as received when read.
+        _ = collectord_enable_receive_stamps(fd)
         // The loop holds the bearer through this handler until `close()` unwatches it, so a
         // bearer lives exactly as long as its link, whoever else holds it.
         try loop.watch(fd, .readable) { events in self.ready(events) }
     }
 
-    deinit { rx.deallocate() }
+    deinit {
+        rx.deallocate()
+        control.deallocate()
+    }
 
     /// The first `n` received bytes.
     private func received(_ n: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: rx[0..<n]) }
@@ -167,8 +188,10 @@ public final class ATTBearer {
     /// Sends an indication (server role) and calls `handler` when confirmed.
     public func indicate(_ bytes: [UInt8], handler: @escaping ResponseHandler) {
         guard isOpen, indicationPending == nil else { return withRawSpan([]) { handler(.failure(.disconnected), $0) } }
-        let timer = loop.schedule(after: requestTimeout) { [weak self] in self?.timedOut() }
-        indicationPending = Pending(request: ATTOpcode.handleValueIndication.rawValue, expect: .handleValueConfirmation,
+        serial &+= 1
+        let id = serial
+        let timer = loop.schedule(after: requestTimeout) { [weak self] in self?.timedOut(id) }
+        indicationPending = Pending(serial: id, request: ATTOpcode.handleValueIndication.rawValue, expect: .handleValueConfirmation,
                                     handler: handler, timer: timer)
         transmit(bytes)
     }
@@ -207,14 +230,29 @@ public final class ATTBearer {
     }
 
     private func start(_ bytes: [UInt8], expect: ATTOpcode, handler: @escaping ResponseHandler) {
-        let timer = loop.schedule(after: requestTimeout) { [weak self] in self?.timedOut() }
-        pending = Pending(request: bytes[0], expect: expect, handler: handler, timer: timer)
+        serial &+= 1
+        let id = serial
+        let timer = loop.schedule(after: requestTimeout) { [weak self] in self?.timedOut(id) }
+        pending = Pending(serial: id, request: bytes[0], expect: expect, handler: handler, timer: timer)
         transmit(bytes)
     }
 
-    private func timedOut() {
+    /// Request `id`'s time is up, unless its answer is already queued: the timers of a turn run
+    /// right after its handlers, so one that held the loop up leaves the socket unread.
+    private func timedOut(_ id: UInt64) {
+        readPending()
+        guard isOpen, pending?.serial == id || indicationPending?.serial == id else { return }
         counters.timeouts += 1
         close(.requestTimeout)
+    }
+
+    /// Reads what the socket holds now, as the loop would once it finds it readable. A timer that
+    /// judges the link by what arrived (a request timeout, a silence watchdog) calls this first:
+    /// after the loop was held up (a slow disk, a busy Pi, SIGSTOP), the timers of the turn run
+    /// before the loop has read what the kernel queued meanwhile.
+    public func readPending() {
+        guard isOpen else { return }
+        ready([])
     }
 
     private func transmit(_ bytes: [UInt8]) {
@@ -273,12 +311,22 @@ public final class ATTBearer {
 
     private func ready(_ events: IOEvents) {
         if events.contains(.writable) { flush() }
+        // Both clocks once per batch: a PDU's age is wall-clock time (the kernel's stamp), its
+        // arrival is on the loop's clock.
+        let now = loop.now
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        var stamp = timespec()
+        var drops = UInt32(truncatingIfNeeded: counters.kernelDropped)  // a PDU carries it only once non-zero
         // Drain what is queued, but yield to other descriptors after a bounded batch.
         for _ in 0..<64 {
             guard isOpen else { return }
             let result: IOResult<Int>
             do {
-                result = try Syscall.call("recv") { Glibc.recv(fd, rx.baseAddress, rx.count, Int32(MSG_DONTWAIT | MSG_TRUNC)) }
+                result = try Syscall.call("recvmsg") {
+                    collectord_recv_stamped(fd, rx.baseAddress, rx.count, Int32(MSG_DONTWAIT | MSG_TRUNC),
+                                            control.baseAddress, control.count, &stamp, &drops)
+                }
             } catch {
                 if error.errno == ECONNRESET || error.errno == EPIPE {
                     close(.peerClosed)
@@ -293,6 +341,8 @@ public final class ATTBearer {
             }
             if n > 0 {
                 counters.received += 1
+                counters.kernelDropped = UInt64(drops)
+                arrival = ATTBearer.arrival(stamp: stamp, wall: wall, now: now)
                 if n > rx.count || n > mtu {
                     counters.oversized += 1
                     if let p = pending, n > mtu, let op = ATTOpcode(rawValue: rx[0]), op.isResponse {
@@ -306,6 +356,16 @@ public final class ATTBearer {
                 return
             }
         }
+    }
+
+    /// `now` less the time from the kernel's `stamp` to `wall` (both CLOCK_REALTIME), never
+    /// later than `now`: the clock stepping back meanwhile makes the age zero, one stepping
+    /// forward (NTP's first sync on a Pi) makes PDUs only look older, hence spaced as they were.
+    static func arrival(stamp: timespec, wall: timespec, now: Instant) -> Instant {
+        guard stamp.tv_sec > 0 else { return now }
+        let age = (Int64(wall.tv_sec) - Int64(stamp.tv_sec)) * 1_000_000_000 + (Int64(wall.tv_nsec) - Int64(stamp.tv_nsec))
+        guard age > 0 else { return now }
+        return Instant(nanoseconds: now.nanoseconds - min(UInt64(age), now.nanoseconds))
     }
 
     private func dispatch(length n: Int) {

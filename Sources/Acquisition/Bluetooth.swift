@@ -7,6 +7,7 @@
 import Glibc
 #endif
 import CBlueZ
+import CLinux
 import Profiles
 
 // MARK: - Adapters
@@ -81,8 +82,97 @@ private func systemError(_ call: StaticString, _ subject: String? = nil, errno e
     .system(SystemError(call, errno: e, path: subject))
 }
 
-/// An LE L2CAP socket on CID 4, bound to the adapter, non-blocking. Receive buffer enlarged: the
-/// kernel drops fixed-channel frames when the socket's queue is full.
+/// Asks for a receive queue of `ReceiveQueue.wanted` on `fd`: SO_RCVBUFFORCE, which needs
+/// CAP_NET_ADMIN, else SO_RCVBUF, which the kernel caps at net.core.rmem_max. Returns what the
+/// kernel granted (SO_RCVBUF read back: twice the request, for its bookkeeping).
+private func enlargeReceiveQueue(_ fd: Int32) -> (bytes: Int, forced: Bool) {
+    var size = Int32(ReceiveQueue.wanted)
+    let length = socklen_t(MemoryLayout<Int32>.size)
+    var forced = true
+    if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, length) != 0 {
+        forced = false
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, length)
+    }
+    var granted: Int32 = 0
+    var grantedLength = length
+    _ = getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &granted, &grantedLength)
+    return (Int(granted), forced)
+}
+
+/// The receive queue of an ATT link. The controller does not wait for us: a notification that
+/// finds the queue full is dropped by the kernel. While the event loop is held up (a slow SD
+/// card, a busy Pi), the queue is all that keeps readings, and each notification costs its
+/// buffer's true size there (about 2.3 KB from USB and UART controllers, which allocate a
+/// whole ACL frame for each; docs/performance.md), not its 10-25 bytes.
+public struct ReceiveQueue: Sendable, Equatable {
+    /// What each link asks for: 4 MiB, granted as 8 MiB, about 3,600 notifications: over a
+    /// minute of the fastest tag (docs/performance.md), longer than the systemd watchdog (30 s)
+    /// lets a stalled loop live.
+    public static let wanted = 4 << 20
+    /// The true size of one notification in the queue from a USB or UART controller.
+    public static let notificationCost = 2304
+    /// Notifications a second from the fastest tag: a CC2541 with its six sensors at their
+    /// shortest periods (five at 100 ms, the temperature at 300 ms).
+    public static let fastestTagRate = 53
+
+    /// The queue the kernel grants (SO_RCVBUF as read back), and whether SO_RCVBUFFORCE did it.
+    public let bytes: Int
+    public let forced: Bool
+
+    /// What this process gets, found on a throwaway L2CAP socket; nil without Bluetooth.
+    public static func probe() -> ReceiveQueue? {
+        let fd = socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_L2CAP)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        let (bytes, forced) = enlargeReceiveQueue(fd)
+        return ReceiveQueue(bytes: bytes, forced: forced)
+    }
+
+    /// Whether the kernel granted the whole of `wanted`.
+    public var isFull: Bool { bytes >= 2 * ReceiveQueue.wanted }
+    /// Notifications the queue holds, and for how many seconds of the fastest tag.
+    public var notifications: Int { bytes / ReceiveQueue.notificationCost }
+    public var seconds: Double { Double(notifications) / Double(ReceiveQueue.fastestTagRate) }
+}
+
+/// What the kernel lets this process do with Bluetooth, and what it costs where it does not,
+/// said once at start: without a capability the daemon runs on, worse, and would be silent
+/// about it. Raw HCI sockets (adapter events, scanning) need CAP_NET_RAW; a full-size receive
+/// queue needs CAP_NET_ADMIN or a large enough net.core.rmem_max (the package's sysctl file).
+public struct BluetoothPrivileges: Sendable, Equatable {
+    public var netRaw: Bool
+    public var netAdmin: Bool
+    public var queue: ReceiveQueue?
+
+    public static func current() -> BluetoothPrivileges {
+        var caps: UInt64 = 0
+        let known = collectord_effective_capabilities(&caps) == 0
+        return BluetoothPrivileges(netRaw: !known || caps & (1 << UInt64(CAP_NET_RAW)) != 0,
+                                   netAdmin: !known || caps & (1 << UInt64(CAP_NET_ADMIN)) != 0,
+                                   queue: ReceiveQueue.probe())
+    }
+
+    /// One line for each thing missing, naming the capability or setting and the consequence.
+    public var warnings: [String] {
+        var out: [String] = []
+        if !netRaw {
+            out.append("bluetooth: no CAP_NET_RAW: the kernel hides advertisements and adapter events from raw HCI "
+                       + "sockets and refuses LE scan commands, so a tag given up on is not found again when it "
+                       + "advertises and an adapter that goes down and up is not followed; grant CAP_NET_RAW")
+        }
+        if let q = queue, !q.isFull {
+            out.append("bluetooth: receive queue \(q.bytes / 1024) KiB per link instead of \(2 * ReceiveQueue.wanted / 1024) KiB "
+                       + "(no CAP_NET_ADMIN, and net.core.rmem_max below \(ReceiveQueue.wanted)): about \(q.notifications) "
+                       + "notifications, \(Int(q.seconds)) s of a tag at its fastest, survive a stall of the event loop, "
+                       + "later ones are dropped by the kernel (kernel_dropped in stats); set net.core.rmem_max = \(ReceiveQueue.wanted) "
+                       + "(the package's /usr/lib/sysctl.d/60-collectord.conf)")
+        }
+        return out
+    }
+}
+
+/// An LE L2CAP socket on CID 4, bound to the adapter, non-blocking, with the receive queue
+/// enlarged (`ReceiveQueue`).
 private func attSocket(adapter: Adapter) throws(LinkError) -> Int32 {
     let fd = socket(AF_BLUETOOTH, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_L2CAP)
     guard fd >= 0 else { throw systemError("socket(AF_BLUETOOTH)") }
@@ -92,12 +182,7 @@ private func attSocket(adapter: Adapter) throws(LinkError) -> Int32 {
         close(fd)
         throw e
     }
-    // SO_RCVBUF is silently capped at net.core.rmem_max (≈ 208 KiB on Debian); with
-    // CAP_NET_ADMIN, SO_RCVBUFFORCE is not.
-    var size: Int32 = 4 << 20
-    if setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, socklen_t(MemoryLayout<Int32>.size)) != 0 {
-        _ = setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-    }
+    _ = enlargeReceiveQueue(fd)
     return fd
 }
 

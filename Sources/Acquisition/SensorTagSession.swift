@@ -458,7 +458,23 @@ public final class SensorTagSession {
     /// The hot path: find the sensor by handle (a scan over at most a dozen entries), skip the
     /// firmware's all-zero placeholder after enabling, decode in place, give the reading to the tag's sink.
     private func notification(_ handle: UInt16, _ value: borrowing RawSpan) {
+        if bearer.counters.kernelDropped != kernelDrops { reportKernelDrops() }
         deliver(handle, value)
+    }
+
+    /// Notifications the kernel dropped on this link so far, as last reported.
+    private var kernelDrops: UInt64 = 0
+    private var kernelDropLog = LogThrottle()
+
+    /// Readings lost before they reached us: the socket's receive queue filled while the loop was
+    /// held up. Said, not only counted, because the cure is outside the daemon (a larger buffer:
+    /// net.core.rmem_max, or CAP_NET_ADMIN; whatever held the loop up).
+    private func reportKernelDrops() {
+        let lost = bearer.counters.kernelDropped &- kernelDrops
+        kernelDrops = bearer.counters.kernelDropped
+        guard let more = kernelDropLog.admit(at: loop.now) else { return }
+        log(.warning, "the kernel dropped \(lost) notification(s) on this link (\(kernelDrops) in all): its receive queue "
+            + "filled while the event loop was held up" + more)
     }
 
     /// A value of a set-up sensor, notified or read. Only these prove the link alive (a bad value
@@ -471,7 +487,9 @@ public final class SensorTagSession {
         guard i < active.count else { unknownHandles &+= 1; return }
         lastNotification = now
         let index = active[i].index
-        guard active[i].pace(now, limit: tag.floodLimit) else {
+        // Paced by when the kernel received it: a backlog read at once after a stall of the loop
+        // arrived at the sensor's own rate, and is no flood.
+        guard active[i].pace(bearer.arrival, limit: tag.floodLimit) else {
             counters[index].rateLimited += 1
             if let more = active[i].floodLog.admit(at: now) {
                 log(.warning, "\(tag.sensors[index].sensor): notifying more than \(tag.floodLimit) times as often as its period of "
@@ -516,6 +534,9 @@ public final class SensorTagSession {
 
     private func checkSilence() {
         guard !ended, let window = silenceWindow else { return }
+        // What the kernel queued while the loop was held up is not silence.
+        if loop.now - lastNotification >= window { bearer.readPending() }
+        guard !ended else { return }
         if loop.now - lastNotification >= window {
             log(.warning, "no notification for \((loop.now - lastNotification).milliseconds) ms; dropping the link")
             end(.silent(loop.now - lastNotification), closeBearer: true)

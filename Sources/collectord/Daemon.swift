@@ -29,6 +29,8 @@ final class Daemon: TagSupervisorDelegate {
 
     /// In-process emulated tags, one per configured tag, when run with `--emulated-tags`.
     private var emulation: TagEmulation?
+    /// Whether the tags are on air, where the process's Bluetooth privileges matter.
+    private let onAir: Bool
 
     /// Where the tags are: on air, emulated in this process, or emulated by another process
     /// (`collectord emulate --socket-dir`) behind AF_UNIX sockets.
@@ -39,6 +41,7 @@ final class Daemon: TagSupervisorDelegate {
     init(path: String, configuration: DaemonConfiguration, tags source: TagSource = .bluetooth) throws {
         self.path = path
         self.config = configuration
+        onAir = source == .bluetooth
         loop = try EventLoop()
         started = loop.now
         publication = try Daemon.publication(configuration, loop: loop)
@@ -86,6 +89,7 @@ final class Daemon: TagSupervisorDelegate {
                 + (r.failures > 0 ? " (\(r.failures) refused)" : ""))
         }
         for w in config.warnings { Log.warning(w) }
+        if onAir { for w in BluetoothPrivileges.current().warnings { Log.warning(w) } }
         notifier.notify("READY=1\nSTATUS=\(config.tags.count) tags configured")
         notifier.startWatchdog(on: loop)
         Log.notice("collectord \(CollectordVersion.string) running: \(config.tags.count) tags, adapter \(config.adapter), brokers \(config.mqtt.brokers.map(\.description).joined(separator: ", "))")
@@ -221,7 +225,8 @@ final class Daemon: TagSupervisorDelegate {
                                         ("link", .object([("malformed", .integer(Int64(clamping: link.malformed))),
                                                           ("oversized", .integer(Int64(clamping: link.oversized))),
                                                           ("unknown_opcodes", .integer(Int64(clamping: link.unknownOpcodes))),
-                                                          ("unexpected", .integer(Int64(clamping: link.unexpected)))])),
+                                                          ("unexpected", .integer(Int64(clamping: link.unexpected))),
+                                                          ("kernel_dropped", .integer(Int64(clamping: link.kernelDropped)))])),
                                         ("sensors", .object(sensors))])))
         }
         let spool = publication.spool

@@ -167,6 +167,60 @@ import Testing
         #expect(results.last.map { $0.0 == 2 && $0.1 == .failure(.error(.readNotPermitted, handle: 2)) } == true)
     }
 
+    /// Each PDU keeps the time the kernel received it: one that waited in the queue while the
+    /// loop was held up arrived that much before the loop read it.
+    @Test func aPDUArrivesWhenTheKernelReceivedIt() throws {
+        defer { bearer.close(); close(peer) }
+        var arrivals: [Instant] = []
+        bearer.onNotification = { _, _ in arrivals.append(bearer.arrival) }
+        transmit(peer, [0x1B, 0x01, 0x00, 0xAA])
+        let wall = SystemClock()
+        let sent = wall.now
+        while wall.now - sent < .milliseconds(30) { var ts = timespec(tv_sec: 0, tv_nsec: 5_000_000); nanosleep(&ts, nil) }
+        transmit(peer, [0x1B, 0x01, 0x00, 0xBB])
+        let waited = wall.now - sent
+        clock.advance(by: .seconds(1))
+        settle()
+        try #require(arrivals.count == 2)
+        let age = clock.now - arrivals[0]
+        #expect(age >= .milliseconds(30) && age <= waited + .milliseconds(50), "the first waited \(age.milliseconds) ms")
+        #expect(arrivals[1] - arrivals[0] >= .milliseconds(30), "received 30 ms apart")
+        #expect(arrivals[1] <= clock.now)
+    }
+
+    /// A response that arrived while a handler held the loop up past the request timeout is an
+    /// answer, not a timeout: the turn's timers run before the loop reads the socket.
+    @Test func anAnswerQueuedWhileTheLoopWasHeldUpIsNoTimeout() throws {
+        defer { bearer.close(); close(peer) }
+        bearer.requestTimeout = .seconds(5)
+        var result: Result<ATTPDU, ATTRequestError>?
+        bearer.request([0x0A, 0x01, 0x00]) { r, _ in result = r }
+        settle()
+        #expect(receive(peer) == [0x0A, 0x01, 0x00])
+        let (slow, poke) = try makeSeqPacketPair()
+        defer { loop.unwatch(slow); close(slow); close(poke) }
+        try loop.watch(slow, .readable) { [clock, peer] _ in
+            _ = receive(slow)
+            transmit(peer, [0x0B, 0xAA])  // the answer comes while the loop is held up
+            clock.advance(by: .seconds(6))
+        }
+        transmit(poke, [1])
+        settle()
+        #expect(result == .success(.readResponse))
+        #expect(bearer.isOpen && bearer.counters.timeouts == 0)
+    }
+
+    /// The stamp is wall-clock time, which may step: never later than the loop's now, never
+    /// before its epoch, and the loop's now when there is no stamp.
+    @Test func anArrivalSurvivesWallClockSteps() {
+        let now = Instant(nanoseconds: 5_000_000_000)
+        let wall = timespec(tv_sec: 1_000_000, tv_nsec: 500)
+        #expect(ATTBearer.arrival(stamp: timespec(), wall: wall, now: now) == now)
+        #expect(ATTBearer.arrival(stamp: timespec(tv_sec: 1_000_001, tv_nsec: 0), wall: wall, now: now) == now, "stamped after now: stepped back")
+        #expect(ATTBearer.arrival(stamp: timespec(tv_sec: 999_998, tv_nsec: 500), wall: wall, now: now) == Instant(nanoseconds: 3_000_000_000))
+        #expect(ATTBearer.arrival(stamp: timespec(tv_sec: 1, tv_nsec: 0), wall: wall, now: now) == Instant(nanoseconds: 0), "stepped forward by days")
+    }
+
     @Test func timeoutClosesTheBearer() throws {
         defer { close(peer) }
         bearer.requestTimeout = .seconds(5)

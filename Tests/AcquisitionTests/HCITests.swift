@@ -156,3 +156,25 @@ import Testing
         #expect(receive(successor) == Self.packet(100), "the successor's packets are its own")
     }
 }
+
+/// What the daemon says at start about the privileges it runs with (the VM rig's `privileges`
+/// scenario shows each consequence on the kernel's stack).
+@Suite struct BluetoothPrivilegesTests {
+    @Test func eachMissingPrivilegeIsOneLineNamingItAndItsConsequence() {
+        let capped = ReceiveQueue(bytes: 425_984, forced: false)
+        let lines = BluetoothPrivileges(netRaw: false, netAdmin: false, queue: capped).warnings
+        #expect(lines.count == 2)
+        #expect(lines.first?.hasPrefix("bluetooth: no CAP_NET_RAW: ") == true, "\(lines)")
+        #expect(lines.first.map { $0.hasSuffix("grant CAP_NET_RAW") } == true)
+        #expect(lines.last?.hasPrefix("bluetooth: receive queue 416 KiB per link instead of 8192 KiB (no CAP_NET_ADMIN, and net.core.rmem_max below 4194304): about 184 notifications, 3 s of a tag at its fastest") == true, "\(lines)")
+        #expect(lines.allSatisfy { !$0.contains("\n") })
+    }
+
+    @Test func aFullQueueWithOrWithoutCAP_NET_ADMINIsNotWarnedAbout() {
+        let full = ReceiveQueue(bytes: 8 << 20, forced: false)  // net.core.rmem_max raised
+        #expect(BluetoothPrivileges(netRaw: true, netAdmin: false, queue: full).warnings.isEmpty)
+        #expect(BluetoothPrivileges(netRaw: true, netAdmin: true, queue: ReceiveQueue(bytes: 8 << 20, forced: true)).warnings.isEmpty)
+        #expect(BluetoothPrivileges(netRaw: true, netAdmin: false, queue: nil).warnings.isEmpty, "no Bluetooth: nothing to say here")
+        #expect(full.notifications == 3640 && Int(full.seconds) == 68)
+    }
+}

@@ -2,6 +2,9 @@
 // ATTBearer → GATTClient → SensorTagSession, against emulated tags, in virtual time.
 
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import Acquisition
 import Profiles
 @testable import SensorTagEmulator
@@ -32,13 +35,14 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
     @discardableResult
     func add(_ model: EmulatedModel, name: String, sensors: [SensorConfiguration]? = nil, pinned: Model? = nil,
              profile: DeviceProfile? = nil,
-             backoff: Backoff = Backoff(base: .seconds(1), cap: .seconds(30), maxAttempts: 5)) -> (TagSupervisor, SensorTagEmulator) {
+             backoff: Backoff = Backoff(base: .seconds(1), cap: .seconds(30), maxAttempts: 5),
+             floodLimit: Int = 2) -> (TagSupervisor, SensorTagEmulator) {
         let index = emulators.count
         let address = BluetoothAddress("00:AA:01:\(hex(index)):00:\(hex(index))")!
         let emulator = SensorTagEmulator(model: model, loop: loop, seed: UInt64(index + 1))
         air.add(emulator, at: address)
         let all = SensorProfile.all(for: model.hardware).filter(\.notifies).map { SensorConfiguration($0.sensor) }
-        var tag = TagConfiguration(name: name, address: address, model: pinned, sensors: sensors ?? all)
+        var tag = TagConfiguration(name: name, address: address, model: pinned, sensors: sensors ?? all, floodLimit: floodLimit)
         tag.profile = profile
         let s = TagSupervisor(tag: tag, sink: Readings(of: tag, into: self), loop: loop, adapter: adapter, monitor: air,
                               cache: cache, backoff: backoff)
@@ -175,6 +179,93 @@ func plausible(_ r: Reading) -> Bool {
         // The sensor's own rate goes on being taken once the flood is over.
         #expect(fleet.run(until: { fleet.count("t", .humidity) >= before + taken + 3 }))
         #expect(s.state == .streaming)
+    }
+
+    /// After the event loop stalls (a slow disk, a busy Pi, SIGSTOP), the kernel hands over what
+    /// it queued meanwhile back to back. Those are the sensor's readings at its own rate, not a
+    /// flood, and none may be dropped; the same number sent back to back still is a flood. The
+    /// stall is real time (what the kernel stamps each PDU with), and the loop's clock is moved on
+    /// by as much before it reads them, as a stalled loop's clock is.
+    @Test func notificationsQueuedDuringAStallAreNotAFlood() throws {
+        let fleet = try Fleet()
+        // 1000 ms period, flood_limit 100: one notification per 10 ms is within budget.
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity, periodMilliseconds: 1000)],
+                                      floodLimit: 100)
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .humidity) >= 2 }))
+        emulator.faults.silent = true  // from here on, only the notifications sent below
+        let profile = try #require(SensorProfile.lookup(.cc2650, .humidity))
+        let handle = try #require(emulator.table.valueHandle(profile.data, in: profile.service.uuid))
+        let value = try #require(emulator.table[handle]?.value)
+        let pdu = [ATTOpcode.handleValueNotification.rawValue, UInt8(truncatingIfNeeded: handle), UInt8(truncatingIfNeeded: handle >> 8)] + value
+        let wall = SystemClock()
+
+        /// Sends `count` notifications `gap` apart (at least: a busy machine only widens the gaps)
+        /// while the loop does not run, moves the loop's clock on by the time that took, then lets
+        /// the loop read them. Returns how many became readings, and the real time the sending took.
+        func stall(_ count: Int, gap: Duration) -> (taken: Int, took: Duration) {
+            let before = fleet.count("t", .humidity)
+            let start = wall.now
+            for i in 0..<count {
+                emulator.bearer?.sendRaw(pdu)
+                if i + 1 < count, gap > .zero {
+                    var ts = timespec(tv_sec: 0, tv_nsec: Int(gap.nanosecondsClamped))
+                    nanosleep(&ts, nil)
+                }
+            }
+            let took = wall.now - start
+            fleet.clock.advance(by: took)
+            let handled = s.linkCounters.notifications + UInt64(count)
+            fleet.run(until: { s.linkCounters.notifications >= handled }, limit: .seconds(1))
+            return (fleet.count("t", .humidity) - before, took)
+        }
+
+        fleet.run(for: .seconds(2))  // the budget fully restored
+        let backlog = stall(30, gap: .milliseconds(12))
+        #expect(backlog.taken == 30, "\(30 - backlog.taken) of 30 notifications queued 12 ms apart during a stall were dropped")
+        #expect(s.currentCounters[0].rateLimited == 0)
+
+        fleet.run(for: .seconds(2))
+        let flood = stall(200, gap: .zero)
+        // The bucket's burst of four, plus one per 10 ms the sending took.
+        let allowed = 5 + Int(flood.took.nanosecondsClamped / 10_000_000)
+        #expect(flood.taken <= allowed, "\(flood.taken) of 200 notifications sent back to back in \(flood.took.milliseconds) ms became readings")
+        #expect(s.state == .streaming)
+    }
+
+    /// A handler that holds the loop up (a slow disk under the spool's write, a busy Pi) past the
+    /// silence window while the tag keeps notifying: the timers fire right after that handler, in
+    /// the same turn, before the loop has read the link. The silence watchdog must count what the
+    /// kernel queued meanwhile, not drop a link that kept talking and throw its backlog away
+    /// (seen on the kernel's stack after a SIGSTOP: "no notification for 30064 ms; dropping the link").
+    @Test func theSilenceWatchdogCountsWhatArrivedWhileTheLoopWasHeldUp() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity, periodMilliseconds: 1000)])
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .humidity) >= 2 }))
+        emulator.faults.silent = true  // only the notifications sent during the stall
+        let profile = try #require(SensorProfile.lookup(.cc2650, .humidity))
+        let handle = try #require(emulator.table.valueHandle(profile.data, in: profile.service.uuid))
+        let value = try #require(emulator.table[handle]?.value)
+        let pdu = [ATTOpcode.handleValueNotification.rawValue, UInt8(truncatingIfNeeded: handle), UInt8(truncatingIfNeeded: handle >> 8)] + value
+        let window = try #require(s.session?.silenceWindow)
+
+        // Something else on the loop (here a socket standing for the spool's disk) holds it up
+        // for twice the silence window; the tag notifies three times meanwhile.
+        let (slow, poke) = try makeSeqPacketPair()
+        defer { fleet.loop.unwatch(slow); close(slow); close(poke) }
+        try fleet.loop.watch(slow, .readable) { _ in
+            _ = receive(slow)
+            for _ in 0..<3 { emulator.bearer?.sendRaw(pdu) }
+            fleet.clock.advance(by: window * 2)
+        }
+        let before = fleet.count("t", .humidity)
+        transmit(poke, [1])
+        fleet.loop.runOnce(maxWait: .zero)
+        fleet.run(for: .milliseconds(100))
+        #expect(fleet.count("t", "forced_disconnect") == 0, "\(fleet.events("t")) \(fleet.logs.suffix(2))")
+        #expect(s.state == .streaming)
+        #expect(fleet.count("t", .humidity) == before + 3)
     }
 
     /// Found by an independent review: any notification reset the silence watchdog, before its
