@@ -102,7 +102,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PublishingTests",
-            dependencies: ["Publishing", "Relay", "Profiles", "Reactor", "CMosquitto", "TestSupport", "TestRandom"]
+            dependencies: ["Publishing", "Relay", "Profiles", "Model", "Reactor", "CMosquitto", "TestSupport", "TestRandom"]
         ),
         .testTarget(
             name: "CollectordTests",

@@ -74,6 +74,7 @@ let package = Package(
             name: "PublishRig",
             dependencies: [
                 "NotificationRig",
+                .product(name: "Model", package: "collectord"),
                 .product(name: "Profiles", package: "collectord"),
                 .product(name: "Reactor", package: "collectord"),
                 .product(name: "Acquisition", package: "collectord"),

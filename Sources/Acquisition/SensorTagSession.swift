@@ -134,6 +134,8 @@ public final class SensorTagSession {
     /// The sensors set up to stream on this link: the configured sensor's index and the value
     /// handle its readings come from (the only handle a reading of it is taken from).
     var setUpSensors: [(sensor: Int, dataHandle: UInt16)] { active.map { ($0.index, $0.dataHandle) } }
+    /// The configured sensors this link streams (what a generic device turned out to offer).
+    public var streamingSensors: [Sensor] { active.map { tag.sensors[$0.index].sensor } }
 
     public init(tag: TagConfiguration, bearer: ATTBearer, loop: EventLoop, cache: HandleCache,
                 sink: ReadingSink, counters: [SensorCounters]? = nil) {
@@ -369,7 +371,14 @@ public final class SensorTagSession {
             self.active.append(sensor)
             // A report-on-change value (battery level, keys) is notified only when it changes: read
             // it once, or nothing is published for hours after a connect.
-            guard profile.periodLimits == nil, data.properties.contains(.read) else { return self.setUp(index + 1) }
+            guard profile.periodLimits == nil else { return self.setUp(index + 1) }
+            guard data.properties.contains(.read) else {
+                // The keys cannot be read: they start as none pressed.
+                if let resting = profile.restingValue {
+                    resting.withUnsafeBytes { raw in self.deliver(data.valueHandle, RawSpan(_unsafeBytes: raw)) }
+                }
+                return self.setUp(index + 1)
+            }
             self.log(.debug, "\(wanted.sensor): read current value")
             self.client.read(data.valueHandle) { [weak self] result in
                 guard let self, !self.ended else { return }

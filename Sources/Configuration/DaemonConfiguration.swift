@@ -65,8 +65,16 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var passwordFile: String?
         /// The first line of `passwordFile`, read when the configuration was validated.
         public var password: Secret?
-        /// Every topic starts with it: "collectord/<tag>/<sensor>".
+        /// Every topic starts with it: "collectord/tags/<tag>/<sensor>".
         public var topicPrefix: String = "collectord"
+        /// v2: readings, availability and the daemon's topics under levels of their own; v1, the
+        /// layout before, for one release.
+        public var topicLayout: TopicLayout = .v2
+        /// What one reading's message looks like.
+        public var payload: PayloadFormat = .detailed
+        /// Values rounded to the decimal places their sensor resolves (false: every digit of the
+        /// conversion).
+        public var roundToResolution: Bool = true
         public var maxInflight: Int = 100
         public var tls = TLS()
 
@@ -106,6 +114,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         /// Publish MQTT discovery messages for every tag and sensor.
         public var discovery: Bool = true
         public var prefix: String = "homeassistant"
+        /// One config per tag (`device`) or one per entity (`entity`, older Home Assistant).
+        public var form: DiscoveryForm = .device
 
         public init() {}
     }

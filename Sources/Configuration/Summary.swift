@@ -31,11 +31,14 @@ extension DaemonConfiguration {
         } else {
             lines.append("mqtt TLS: off")
         }
-        lines.append("topic prefix: \(mqtt.topicPrefix)")
+        lines.append("topic prefix: \(mqtt.topicPrefix), layout \(mqtt.topicLayout.rawValue)"
+                     + (mqtt.topicLayout == .v1 ? " (deprecated: readings, availability and the daemon's topics share a level)" : ""))
+        lines.append("payload: \(mqtt.payload.rawValue), values " + (mqtt.roundToResolution ? "rounded to the sensor's resolution" : "unrounded"))
         lines.append("reconnect: \(reconnect.base.milliseconds) ms doubling to \(reconnect.cap.milliseconds) ms, "
                      + "waiting for an advertisement after \(reconnect.maxAttempts) failed attempts")
         lines.append("spool: \(spool.path) (at most \(spool.maxMegabytes) MB)")
-        lines.append("home assistant discovery: " + (homeAssistant.discovery ? "on (prefix \(homeAssistant.prefix))" : "off"))
+        lines.append("home assistant discovery: "
+                     + (homeAssistant.discovery ? "on (prefix \(homeAssistant.prefix), one config per \(homeAssistant.form.rawValue))" : "off"))
         if tags.isEmpty {
             lines.append("no tags configured")
         } else {

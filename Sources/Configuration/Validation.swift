@@ -47,11 +47,14 @@ enum Schema {
     static let top = ["adapter", "log_level", "stats_interval_s", "flood_limit", "mqtt", "reconnect", "spool", "homeassistant",
                       "profile", "tag"]
     static let mqtt = ["brokers", "client_id", "keepalive_s", "qos", "retain", "clean_session", "username",
-                       "password_file", "topic_prefix", "max_inflight", "tls"]
+                       "password_file", "topic_prefix", "topic_layout", "payload", "round_to_resolution", "max_inflight", "tls"]
     static let tls = ["enabled", "ca_file", "cert_file", "key_file", "verify"]
     static let reconnect = ["base_ms", "cap_ms", "max_attempts"]
     static let spool = ["path", "max_mb"]
-    static let homeAssistant = ["discovery", "prefix"]
+    static let homeAssistant = ["discovery", "prefix", "discovery_form"]
+    static let topicLayouts: [(String, TopicLayout)] = [("v2", .v2), ("v1", .v1)]
+    static let payloads: [(String, PayloadFormat)] = [("detailed", .detailed), ("flat", .flat)]
+    static let discoveryForms: [(String, DiscoveryForm)] = [("device", .device), ("entity", .entity)]
     static let tag = ["name", "address", "address_type", "model", "tmp006_s0", "magnetometer_scale", "profile", "sensors"]
     static let sensor = ["enabled", "period_ms", "range"]
 
@@ -359,6 +362,9 @@ struct Validator {
             }
         }
         m.topicPrefix = topic(t, "topic_prefix", scope, default: m.topicPrefix)
+        m.topicLayout = choice(t, "topic_layout", scope, Schema.topicLayouts) ?? m.topicLayout
+        m.payload = choice(t, "payload", scope, Schema.payloads) ?? m.payload
+        m.roundToResolution = bool(t, "round_to_resolution", scope, default: m.roundToResolution)
         m.maxInflight = integer(t, "max_inflight", scope, in: 1...65535, default: m.maxInflight)
         return m
     }
@@ -430,6 +436,7 @@ struct Validator {
         checkKeys(t, allowed: Schema.homeAssistant, scope)
         h.discovery = bool(t, "discovery", scope, default: h.discovery)
         h.prefix = topic(t, "prefix", scope, default: h.prefix)
+        h.form = choice(t, "discovery_form", scope, Schema.discoveryForms) ?? h.form
         return h
     }
 

@@ -31,3 +31,24 @@ public enum TopicNames {
         return nil
     }
 }
+
+/// How the daemon's topics are laid out under the prefix (`Topics` in Publishing has the table).
+/// v2 puts readings, availability and the daemon's own topics under fixed levels of their own;
+/// v1 is the layout before it, kept for one release so that subscribers can move at their pace.
+public enum TopicLayout: String, Sendable, Hashable, CaseIterable {
+    case v1, v2
+}
+
+/// What one reading's message looks like. `detailed` nests each field with its unit
+/// (`"fields":{"temperature":{"value":21.49,"unit":"°C"}}`); `flat` is one object with the field
+/// names as keys and numbers as values (`"temperature":21.49`), what Telegraf's json_v2 parser and
+/// Node-RED take without a template. Units are in discovery and the documentation either way.
+public enum PayloadFormat: String, Sendable, Hashable, CaseIterable {
+    case detailed, flat
+}
+
+/// How Home Assistant is told about a tag: one retained config per tag with its components
+/// (`device`, Home Assistant 2024.12 and later) or one per entity (`entity`, for older ones).
+public enum DiscoveryForm: String, Sendable, Hashable, CaseIterable {
+    case device, entity
+}

@@ -99,6 +99,9 @@ public struct DeclaredShape: Sendable, Hashable, CustomStringConvertible {
         guard bytes <= DeclaredShape.maxBytes else { throw .tooLong(bytes: bytes) }
     }
 
+    /// The scalar type of value `index`.
+    public func type(at index: Int) -> ScalarType { index < firstCount ? first : second }
+
     /// How many numbers one payload yields (a string yields none: it is text, not a measurement).
     public var valueCount: Int { firstCount + secondCount }
 
@@ -236,6 +239,26 @@ public struct DeclaredField: Sendable, Hashable {
         self.offset = offset
         self.unit = unit
         self.deviceClass = deviceClass
+    }
+
+    /// The decimal places a value resolves: those of the step (`scale`: 0.01 → 2, 1/4096 → 4,
+    /// 0.5 → 1) or of the offset, whichever needs more, at most 9. A float32 element carries its
+    /// own precision, so the caller publishes it unrounded.
+    public var decimals: Int8 {
+        var stepDigits: Int8 = 0
+        var power = 1.0
+        let step = abs(scale)
+        while power > step * (1 + 1e-9) && stepDigits < 9 {
+            power /= 10
+            stepDigits += 1
+        }
+        var offsetDigits: Int8 = 0
+        var shifted = abs(offset)
+        while (shifted - shifted.rounded()).magnitude > 1e-9 * max(1, shifted) && offsetDigits < 9 {
+            shifted *= 10
+            offsetDigits += 1
+        }
+        return max(stepDigits, offsetDigits)
     }
 }
 

@@ -90,27 +90,42 @@ public struct Field: Sendable, Equatable {
     public let name: FieldName
     public let unit: Unit
     public let value: FieldValue
+    /// The decimal places the sensor resolves in this field (`SensorProfile.decimals`), what a
+    /// payload is rounded to; `Field.unrounded` when not declared.
+    public internal(set) var decimals: Int8
+
+    /// No declared resolution: published with every digit.
+    public static let unrounded: Int8 = -1
+
+    public init(_ name: FieldName, _ value: Double, _ unit: Unit, decimals: Int8 = Field.unrounded) {
+        self.name = name
+        self.unit = unit
+        self.value = .number(value)
+        self.decimals = decimals
+    }
 
     public init(_ name: FieldName, bits: UInt32) {
         self.name = name
         self.unit = .none
         self.value = .bits(bits)
+        self.decimals = 0
     }
 
-    public init(_ name: FieldName, _ value: Double, _ unit: Unit) {
-        self.name = name
-        self.unit = unit
-        self.value = .number(value)
-    }
 }
 
-/// One field a sensor's readings carry, as known before any reading arrives: its name, unit and
-/// whether it is a bit set. `SensorProfile.fields` lists them so that a consumer (Home Assistant
-/// discovery) can announce the fields without decoding a sample payload.
+/// One field a sensor's readings carry, as known before any reading arrives: its name, unit,
+/// whether it is a bit set and the decimal places its sensor resolves. `SensorProfile.fields`
+/// lists them so that a consumer (Home Assistant discovery) can announce the fields without
+/// decoding a sample payload.
 public struct FieldDeclaration: Sendable {
     public let name: FieldName
     public let unit: Unit
     public let isBits: Bool
+    /// Decimal places of the sensor's resolution (0 for bit sets).
+    public internal(set) var decimals: Int8 = 0
+    /// A declared field's unit and Home Assistant device class, as the configuration says them.
+    public internal(set) var declaredUnit: String? = nil
+    public internal(set) var declaredDeviceClass: String? = nil
 
     init(_ name: FieldName, _ unit: Unit) {
         self.name = name
@@ -151,6 +166,12 @@ public struct Reading: Sendable, RandomAccessCollection {
         precondition(fieldCount < Reading.maxFields, "a reading has at most \(Reading.maxFields) fields")
         storage[fieldCount] = field
         fieldCount += 1
+    }
+
+    /// Gives the number at `position` the resolution its sensor declares.
+    mutating func setDecimals(_ decimals: Int8, at position: Int) {
+        guard case .number = storage[position].value else { return }
+        storage[position].decimals = decimals
     }
 
     public var startIndex: Int { 0 }

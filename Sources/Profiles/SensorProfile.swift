@@ -103,6 +103,14 @@ public struct SensorProfile: Sendable {
     /// The period a polled sensor is read at when the configuration gives none.
     public static let defaultPollMilliseconds = 60_000
 
+    /// What a report-on-change sensor whose value cannot be read is taken to show once it is set
+    /// up: the keys, none pressed (the firmware notifies changes only, so without it a subscriber
+    /// knows nothing of the keys until one is pressed). Nil for every other sensor.
+    public var restingValue: [UInt8]? {
+        if case .keys = layout { return [0] }
+        return nil
+    }
+
     /// The config value that switches the sensor on with the given settings.
     public func enableValue(_ settings: SensorSettings = SensorSettings()) -> ConfigValue? {
         switch layout {
@@ -119,6 +127,42 @@ public struct SensorProfile: Sendable {
     /// `decode`, so that what is announced before readings flow is what the readings then carry (a
     /// test holds the two together).
     public func fields(_ settings: SensorSettings = SensorSettings()) -> [FieldDeclaration] {
+        var declared = undecoratedFields(settings)
+        for i in declared.indices where !declared[i].isBits { declared[i].decimals = decimals(field: i) }
+        return declared
+    }
+
+    /// The decimal places that field `index` of this sensor resolves: the step of its conversion
+    /// (../shared/reference/sensortag-gatt.md) rounded to a power of ten, so that a payload
+    /// rounded to it loses nothing the sensor measured, and carries no digits it did not.
+    ///   0.01 °C  TMP006/TMP007 (0.03125), SHT21 and HDC1000 (14-bit), T5400, BMP280 (1/100)
+    ///   0.01 %RH SHT21 (12-bit, 0.03), HDC1000 (14-bit, 0.006)
+    ///   0.01 hPa T5400 (1 Pa), BMP280 (1/100 hPa)
+    ///   0.01 g   KXTJ9 (1/64 g at ±2 g … 1/16 g at ±8 g); 0.001 g MPU-9250 (1/16384 … 1/2048 g)
+    ///   0.01 °/s IMU-3000 and MPU-9250 (500/65536)
+    ///   0.01 µT  MAG3110 (2000/65536); 0.1 µT MPU-9250 (4912/32760)
+    ///   0.01 lx  OPT3001 (0.01 × 2^e at its finest)
+    ///   1 %      battery level
+    /// Allocation-free: `decode` applies it to every reading.
+    ///   The Bluetooth SIG's: as the GATT Specification Supplement's exponent (Pressure 0.1 Pa =
+    ///   0.001 hPa, Irradiance 0.1 W/m², whole degrees and indices 0); a heart rate measurement's
+    ///   fields by name (whole bpm and kJ, RR intervals 1/1024 s → 0.001 s); a declared field
+    ///   by its scale and offset (`DeclaredField.decimals`).
+    public func decimals(field index: Int) -> Int8 {
+        switch layout {
+        case .cc2650Movement: return index < 3 ? 2 : index < 6 ? 3 : 1  // gyro, accel, mag
+        case .battery: return 0
+        case .cc2541Test, .cc2650IO, .keys: return 0
+        case .essPressure: return 3
+        case .essIrradiance: return 1
+        case .essUVIndex, .essDewPoint: return 0
+        case .heartRate: return index == 0 ? 0 : HeartRate.decimals(HeartRate.declaredNames[index])
+        case .declared(let d): return d.shape.type(at: index) == .float32 ? Field.unrounded : d.fields[index].decimals
+        default: return 2
+        }
+    }
+
+    private func undecoratedFields(_ settings: SensorSettings) -> [FieldDeclaration] {
         switch layout {
         case .cc2541Temperature, .cc2650Temperature:
             return [FieldDeclaration("object", .celsius), FieldDeclaration("ambient", .celsius)]
@@ -164,7 +208,12 @@ public struct SensorProfile: Sendable {
             return [FieldDeclaration("heart_rate", .beatsPerMinute), FieldDeclaration("contact", .none),
                     FieldDeclaration("energy_expended", .kilojoule)] + HeartRate.rrNames.map { FieldDeclaration($0, .second) }
         case .declared(let d):
-            return d.fields.map { FieldDeclaration($0.name, .none) }
+            return d.fields.map { f in
+                var declaration = FieldDeclaration(f.name, .none)
+                declaration.declaredUnit = f.unit
+                declaration.declaredDeviceClass = f.deviceClass
+                return declaration
+            }
         }
     }
 
@@ -300,6 +349,12 @@ public struct SensorProfile: Sendable {
                 let f = d.fields[i]
                 r.append(Field(f.name, v * f.scale + f.offset, .none))
             }
+        }
+        if case .heartRate = layout {
+            // Its optional fields make positions vary: by name.
+            for i in r.indices { r.setDecimals(HeartRate.decimals(r[i].name), at: i) }
+        } else {
+            for i in r.indices { r.setDecimals(decimals(field: i), at: i) }
         }
         return r
     }

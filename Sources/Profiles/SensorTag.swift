@@ -106,6 +106,11 @@ public struct Sensor: RawRepresentable, Sendable, Hashable, Comparable, CustomSt
         let i = allCases.firstIndex(of: a) ?? allCases.count, j = allCases.firstIndex(of: b) ?? allCases.count
         return i != j ? i < j : a.rawValue < b.rawValue
     }
+
+    /// A state the tag reports when it changes (the keys, the battery level) rather than a
+    /// periodic sample: its readings are published retained, so that a subscriber that comes
+    /// later (Home Assistant, just after the tag is announced) knows the current one.
+    public var isState: Bool { self == .keys || self == .battery }
 }
 
 // MARK: - Periods

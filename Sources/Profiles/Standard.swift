@@ -167,6 +167,13 @@ public enum HeartRate: ServiceConfigurable {
     public static let maxRRIntervals = 9
     /// The fields RR intervals are published as, in the order they were measured.
     public static let rrNames: [FieldName] = ["rr_1", "rr_2", "rr_3", "rr_4", "rr_5", "rr_6", "rr_7", "rr_8", "rr_9"]
+    /// Every field a measurement may carry, in its order.
+    static let declaredNames: [FieldName] = ["heart_rate", "contact", "energy_expended"] + rrNames
+
+    /// Whole beats per minute, contact and kilojoules; RR intervals in 1/1024 s, to the millisecond.
+    static func decimals(_ name: FieldName) -> Int8 {
+        name.withUTF8Buffer { $0.first == UInt8(ascii: "r") } ? 3 : 0
+    }
 
     /// Heart Rate Measurement (0x2A37): a flags byte, then the rate (uint8 or uint16 bpm), the
     /// energy expended (uint16 kJ) if flagged, and RR intervals (uint16 in 1/1024 s) to the end if

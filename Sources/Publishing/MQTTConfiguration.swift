@@ -1,6 +1,7 @@
 // What the publisher needs to know: brokers in failover order, identity, credentials, TLS, timing.
 // Secrets stay out of every description: printing or dumping a configuration shows "<redacted>".
 
+import Model
 import Reactor
 
 /// Username and password. The password never appears in `description`, `debugDescription` or a
@@ -108,6 +109,8 @@ public struct MQTTPublisherConfiguration: Sendable {
     public var clientID: String
     /// First level(s) of every topic.
     public var topicPrefix: String
+    /// Where the status topic (and the last will) sits under the prefix.
+    public var topicLayout: TopicLayout
     /// MQTT keepalive (whole seconds, 5…65535; libmosquitto's lower bound is 5).
     public var keepalive: Duration
     public var cleanSession: Bool
@@ -125,6 +128,7 @@ public struct MQTTPublisherConfiguration: Sendable {
     public var stableAfter: Duration
 
     public init(brokers: [MQTTBroker], clientID: String, topicPrefix: String = "collectord",
+                topicLayout: TopicLayout = .v2,
                 keepalive: Duration = .seconds(60), cleanSession: Bool = true, credentials: MQTTCredentials? = nil,
                 tls: MQTTTLS? = nil, statusQoS: Int32 = 1, maxInFlight: Int = 100,
                 connectTimeout: Duration = .seconds(10), backoff: ReconnectBackoff = ReconnectBackoff(),
@@ -132,6 +136,7 @@ public struct MQTTPublisherConfiguration: Sendable {
         self.brokers = brokers
         self.clientID = clientID
         self.topicPrefix = topicPrefix
+        self.topicLayout = topicLayout
         self.keepalive = keepalive
         self.cleanSession = cleanSession
         self.credentials = credentials

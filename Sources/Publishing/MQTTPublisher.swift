@@ -133,7 +133,7 @@ public final class MQTTPublisher {
         self.configuration = configuration
         self.loop = loop
         do {
-            topics = try Topics(prefix: configuration.topicPrefix, client: configuration.clientID)
+            topics = try Topics(prefix: configuration.topicPrefix, client: configuration.clientID, layout: configuration.topicLayout)
         } catch {
             throw MQTTError(kind: .invalidConfiguration, code: mosqCode(MOSQ_ERR_INVAL), message: error.description)
         }

@@ -1,10 +1,17 @@
-// The MQTT payload of one reading, written without touching the heap:
+// The MQTT payload of one reading, written without touching the heap, detailed (the default):
 //
 //   {"tag":"kitchen","address":"B0:B4:48:C9:4A:85","model":"cc2650","sensor":"humidity",
 //    "time":"2026-11-22T05:03:07.123Z","seq":17,
 //    "fields":{"temperature":{"value":21.3,"unit":"°C"},"humidity":{"value":45.2,"unit":"%RH"}}}
 //
-// (one line on the wire). The per-tag part up to `"sensor":"` is escaped once, when the encoder is
+// or flat (`payload = "flat"`), the field names as keys and numbers as values, bit sets as their
+// integer mask, units left to discovery and the documentation:
+//
+//   {"tag":"kitchen","address":"B0:B4:48:C9:4A:85","model":"cc2650","sensor":"humidity",
+//    "time":"2026-11-22T05:03:07.123Z","seq":17,"temperature":21.3,"humidity":45.2}
+//
+// (one line on the wire). Numbers are rounded to the decimal places their sensor resolves
+// (`Field.decimals`) unless the encoder is told not to. The per-tag part up to `"sensor":"` is escaped once, when the encoder is
 // made; per reading the encoder copies it, then writes the sensor name, the time, the sequence
 // number and the fields straight into the caller's `PayloadBuffer`: numbers through the standard
 // library's shortest round-trip printer into the buffer itself, names and units from their static
@@ -12,6 +19,7 @@
 // are `null`. `collectord decode` prints a reading through the same field writer
 // (`ReadingEncoder.text(of:model:appending:)`), so it shows the daemon's bytes.
 
+import Model
 import Profiles
 
 /// A fixed-capacity byte buffer that encoders write into and the publisher reads from. Make one
@@ -75,13 +83,18 @@ public struct ReadingEncoder: Sendable {
     public let tag: String
     public let address: String
     public let model: Model
+    public let format: PayloadFormat
+    /// Numbers rounded to their field's declared decimal places.
+    public let rounded: Bool
     /// `{"tag":"…","address":"…","model":"…","sensor":"`, escaped.
     private let prefix: [UInt8]
 
-    public init(tag: String, address: String, model: Model) {
+    public init(tag: String, address: String, model: Model, format: PayloadFormat = .detailed, rounded: Bool = true) {
         self.tag = tag
         self.address = address
         self.model = model
+        self.format = format
+        self.rounded = rounded
         var p: [UInt8] = []
         p.append(contentsOf: #"{"tag":""#.utf8)
         p.append(contentsOf: JSONText.escapedBytes(tag))
@@ -142,15 +155,46 @@ public struct ReadingEncoder: Sendable {
             time.write(to: &w)
             w.raw(timeSynced ? #"","seq":"# : #"","time_synced":false,"seq":"#)
             w.integer(sequence)
-            w.raw(#","fields":"#)
-            ReadingEncoder.writeFields(of: reading, to: &w)
+            switch format {
+            case .detailed:
+                w.raw(#","fields":"#)
+                ReadingEncoder.writeFields(of: reading, rounded: rounded, to: &w)
+            case .flat:
+                for field in reading {
+                    w.byte(UInt8(ascii: ","))
+                    w.string(field.name)
+                    w.byte(UInt8(ascii: ":"))
+                    switch field.value {
+                    case .number(let v): w.number(rounded ? ReadingEncoder.round(v, field.decimals) : v)
+                    case .bits(let bits): w.integer(UInt64(bits))
+                    }
+                }
+            }
             w.byte(UInt8(ascii: "}"))
         }
         return buffer.count
     }
 
+    /// `v` to `decimals` places (unchanged for `Field.unrounded`): the nearest double to the
+    /// rounded decimal, which the shortest round-trip printer then writes with no more places
+    /// (21.490322265625004 → 21.49). Never -0.
+    static func round(_ v: Double, _ decimals: Int8) -> Double {
+        guard decimals >= 0, v.isFinite else { return v }
+        let scale: Double
+        switch decimals {
+        case 0: scale = 1
+        case 1: scale = 10
+        case 2: scale = 100
+        case 3: scale = 1000
+        case 4: scale = 10000
+        default: return v
+        }
+        let r = (v * scale).rounded() / scale
+        return r == 0 ? 0 : r
+    }
+
     /// The `fields` object of a payload: `{"name":{"value":21.0,"unit":"°C"},"pressed":{"value":[0,2]}}`.
-    private static func writeFields(of reading: Reading, to w: inout JSONWriter) {
+    private static func writeFields(of reading: Reading, rounded: Bool, to w: inout JSONWriter) {
         w.byte(UInt8(ascii: "{"))
         var first = true
         for field in reading {
@@ -160,7 +204,7 @@ public struct ReadingEncoder: Sendable {
             w.raw(#":{"value":"#)
             switch field.value {
             case .number(let v):
-                w.number(v)
+                w.number(rounded ? round(v, field.decimals) : v)
                 if field.unit != .none {
                     w.raw(#","unit":"#)
                     w.string(field.unit.symbol)
@@ -175,9 +219,10 @@ public struct ReadingEncoder: Sendable {
 
     /// `reading` without a tag, a time or a sequence number, as `collectord decode` prints it:
     /// `{"model":"cc2650","sensor":"keys","fields":{…}}`, then the `extra` string members. The model,
-    /// the sensor and the fields are the bytes `encode` publishes for the same reading (one line,
-    /// the same numbers, bit lists, units and escaping). Allocates; not for the per-reading path.
-    public static func text(of reading: Reading, model: Model, appending extra: [(String, String)] = []) -> String {
+    /// the sensor and the fields are the bytes a detailed `encode` publishes for the same reading
+    /// (one line, the same numbers, bit lists, units and escaping), with every digit unless
+    /// `rounded`. Allocates; not for the per-reading path.
+    public static func text(of reading: Reading, model: Model, rounded: Bool = false, appending extra: [(String, String)] = []) -> String {
         var extraBytes = 0
         for (key, value) in extra { extraBytes += escapedBound(key.utf8.count) + escapedBound(value.utf8.count) + 6 }
         var buffer = PayloadBuffer(capacity: escapedBound(model.rawValue.utf8.count) + 128
@@ -188,7 +233,7 @@ public struct ReadingEncoder: Sendable {
             w.raw(#","sensor":"#)
             w.string(reading.sensor.rawValue)
             w.raw(#","fields":"#)
-            writeFields(of: reading, to: &w)
+            writeFields(of: reading, rounded: rounded, to: &w)
             for (key, value) in extra {
                 w.byte(UInt8(ascii: ","))
                 w.string(key)

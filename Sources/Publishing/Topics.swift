@@ -1,10 +1,18 @@
-// Topic layout:
+// Topic layout (v2, the default):
 //
-//   <prefix>/<tag>/<sensor>          one reading per message (JSON, see ReadingEncoder)
-//   <prefix>/<tag>/availability      "online" / "offline", retained: the tag's BLE link
-//   <prefix>/<client>/status         "online" / "offline", retained; "offline" is also the last will
-//   <prefix>/<client>/events         connection and supervision events (JSON)
-//   <prefix>/<client>/stats          periodic counters (JSON)
+//   <prefix>/tags/<tag>/<sensor>            one reading per message (JSON, see ReadingEncoder)
+//   <prefix>/availability/<tag>             "online" / "offline", retained: the tag's BLE link
+//   <prefix>/daemon/<client>/status         "online" / "offline", retained; also the last will
+//   <prefix>/daemon/<client>/events         connection and supervision events (JSON)
+//   <prefix>/daemon/<client>/stats          periodic counters (JSON)
+//
+// so that `<prefix>/tags/+/+` takes every reading and nothing else (a JSON parser on it never
+// sees the plain-text availability), `<prefix>/daemon/#` every daemon topic, and no tag name can
+// be taken for a daemon level: tags and clients live under different fixed levels.
+//
+// v1, kept for one release behind `topic_layout = "v1"`, put tags and the client on the same
+// level (`<prefix>/<tag>/<sensor>`, `<prefix>/<tag>/availability`, `<prefix>/<client>/status`),
+// so `<prefix>/+/+` also matched availability and the daemon's topics.
 //
 // The prefix may span several levels ("home/collectord"); tag and client names are one level each.
 
@@ -26,29 +34,43 @@ public enum TopicError: Error, Sendable, Equatable, CustomStringConvertible {
 public struct Topics: Sendable, Hashable {
     public let prefix: String
     public let client: String
+    public let layout: TopicLayout
 
     /// Validates `prefix` (one or more levels, no wildcards, no empty level) and `client` (one level).
-    public init(prefix: String, client: String) throws(TopicError) {
+    public init(prefix: String, client: String, layout: TopicLayout = .v2) throws(TopicError) {
         try Topics.validatePrefix(prefix)
         try Topics.validateLevel(client, what: "client id")
         self.prefix = prefix
         self.client = client
+        self.layout = layout
     }
 
-    /// `<prefix>/<tag>/<sensor>`
-    public func reading(tag: String, sensor: Sensor) -> String { "\(prefix)/\(tag)/\(sensor.rawValue)" }
+    /// `<prefix>/tags/<tag>/<sensor>` (v1: `<prefix>/<tag>/<sensor>`)
+    public func reading(tag: String, sensor: Sensor) -> String {
+        layout == .v1 ? "\(prefix)/\(tag)/\(sensor.rawValue)" : "\(prefix)/tags/\(tag)/\(sensor.rawValue)"
+    }
 
-    /// `<prefix>/<tag>/availability`
-    public func availability(tag: String) -> String { "\(prefix)/\(tag)/availability" }
+    /// `<prefix>/availability/<tag>` (v1: `<prefix>/<tag>/availability`)
+    public func availability(tag: String) -> String {
+        layout == .v1 ? "\(prefix)/\(tag)/availability" : "\(prefix)/availability/\(tag)"
+    }
 
-    /// `<prefix>/<client>/status`: retained online/offline, and the last will.
-    public var status: String { "\(prefix)/\(client)/status" }
+    /// The subscription that takes every reading of every tag: `<prefix>/tags/+/+` (v1:
+    /// `<prefix>/+/+`, which also matches availability and the daemon's topics).
+    public var allReadings: String { layout == .v1 ? "\(prefix)/+/+" : "\(prefix)/tags/+/+" }
 
-    /// `<prefix>/<client>/events`
-    public var events: String { "\(prefix)/\(client)/events" }
+    /// `<prefix>/daemon/<client>/status`: retained online/offline, and the last will.
+    public var status: String { daemon("status") }
 
-    /// `<prefix>/<client>/stats`
-    public var stats: String { "\(prefix)/\(client)/stats" }
+    /// `<prefix>/daemon/<client>/events`
+    public var events: String { daemon("events") }
+
+    /// `<prefix>/daemon/<client>/stats`
+    public var stats: String { daemon("stats") }
+
+    private func daemon(_ leaf: String) -> String {
+        layout == .v1 ? "\(prefix)/\(client)/\(leaf)" : "\(prefix)/daemon/\(client)/\(leaf)"
+    }
 
     /// Checks that `name` can be one topic level, by the rule the configuration applies too
     /// (`TopicNames` in Model).

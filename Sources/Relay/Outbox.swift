@@ -65,12 +65,14 @@ public final class Outbox {
     }
 
     /// Publishes now, or spools behind what is already waiting. Does not allocate when the
-    /// publisher takes the message.
-    public func send(topic: String, payload: UnsafeRawBufferPointer) {
+    /// publisher takes the message. `retain` overrides the outbox's flag for this message (a
+    /// state reported on change, such as the keys, is retained), also when it is spooled.
+    public func send(topic: String, payload: UnsafeRawBufferPointer, retain: Bool? = nil) {
+        let retain = retain ?? self.retain
         if spool.isEmpty && (qos == 0 || unacknowledged.canKeep(payloadBytes: payload.count)) {
             switch publisher.publish(topic: topic, payload: payload, qos: qos, retain: retain) {
             case .handedOff(let mid):
-                if qos > 0 && publisher.isPending(mid) { keep(mid, topic, payload) }
+                if qos > 0 && publisher.isPending(mid) { keep(mid, topic, payload, retain) }
                 return
             case .rejected: rejected += 1; return
             case .spool: break
@@ -148,7 +150,7 @@ public final class Outbox {
         guard !unacknowledged.isEmpty else { return }
         loop.cancel(patienceTimer)
         patienceTimer = nil
-        unacknowledged.removeAll { mid, topic, payload in
+        unacknowledged.removeAll { mid, topic, payload, retain in
             do {
                 let sequence = try spool.append(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
                 spooledUnacknowledged += 1
@@ -169,8 +171,8 @@ public final class Outbox {
         syncTimer = nil
     }
 
-    private func keep(_ mid: Int32, _ topic: String, _ payload: UnsafeRawBufferPointer) {
-        unacknowledged.keep(mid: mid, topic: topic, payload: payload, at: loop.now)
+    private func keep(_ mid: Int32, _ topic: String, _ payload: UnsafeRawBufferPointer, _ retain: Bool) {
+        unacknowledged.keep(mid: mid, topic: topic, payload: payload, retain: retain, at: loop.now)
         if patienceTimer == nil, let patienceExpired {
             patienceTimer = loop.schedule(after: Outbox.acknowledgementPatience, patienceExpired)
         }

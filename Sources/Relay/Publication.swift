@@ -15,6 +15,9 @@ public final class Publication: MQTTPublisherDelegate {
     public let outbox: Outbox
     public var spool: Spool { outbox.spool }
     public let topics: Topics
+    /// What every reading's message looks like (`[mqtt] payload`, `round_to_resolution`).
+    public let payloadFormat: PayloadFormat
+    public let roundsValues: Bool
     private let discovery: HomeAssistantDiscovery?
     /// Every tag's readings are encoded here, one at a time, and handed on before the next. It
     /// holds the largest payload any tag added so far can produce (a long tag name makes every
@@ -31,6 +34,10 @@ public final class Publication: MQTTPublisherDelegate {
     private var clockTimer: TimerID?
     /// Removed tags' retained topics still to be emptied on the broker.
     private let withdrawals: Withdrawals
+    /// Where the discovery form announced is kept (spool directory), and the one announced
+    /// before when it was another: each tag's configs of that form are then migrated to this one.
+    private let formFile: String
+    private var previousForm: DiscoveryForm?
     private var withdrawalLog = LogThrottle()
     private let log: (LogLevel, () -> String) -> Void
 
@@ -41,9 +48,24 @@ public final class Publication: MQTTPublisherDelegate {
         /// Per configured sensor: its topic (built once) and its next sequence number; the encoder.
         public internal(set) var readings: TagReadings
         let availabilityTopic: String
+        /// Its availability and the topics of its states (keys, battery): what is withdrawn when
+        /// it is removed, and its own again when it is back.
+        var retainedTopics: [String] {
+            [availabilityTopic] + readings.topics.indices.filter { readings.retained[$0] }.map { readings.topics[$0] }
+        }
         var online = false
         var model: Model?
         var firmware: String?
+        /// The tag has said what it is (model, firmware) since it was added: only then is it
+        /// announced to Home Assistant, complete, once, instead of once without its firmware and
+        /// again with it.
+        var identified = false
+        /// The sensors the device offered on its last connection, when known: a generic device
+        /// is announced with those only, not with every standard sensor it was asked for.
+        var offered: [Sensor]?
+        /// The other discovery form's config topics, announced by an earlier run: migrated to
+        /// this form at the tag's first announcement, then emptied.
+        var migration: [String]?
         /// Per sensor, the first number not yet reserved on disk (`SequenceStore`): reaching it
         /// reserves more first. 0 until the tag's first reading.
         var reserved: [UInt64]
@@ -57,7 +79,8 @@ public final class Publication: MQTTPublisherDelegate {
             let sensors = config.sensors.map(\.sensor)
             readings = TagReadings(tag: config.name, address: config.address.description, model: config.model ?? .cc2650,
                                    sensors: sensors, topics: publication.topics,
-                                   sequences: sensors.map { publication.sequences.start(config.name, $0) })
+                                   sequences: sensors.map { publication.sequences.start(config.name, $0) },
+                                   format: publication.payloadFormat, rounded: publication.roundsValues)
             reserved = Array(repeating: 0, count: sensors.count)
             availabilityTopic = publication.topics.availability(tag: config.name)
         }
@@ -77,7 +100,7 @@ public final class Publication: MQTTPublisherDelegate {
                 return
             }
             p.readingsPublished += 1
-            p.buffer.withUnsafeBytes { p.outbox.send(topic: topic, payload: $0) }
+            p.buffer.withUnsafeBytes { p.outbox.send(topic: topic, payload: $0, retain: readings.retained[sensor] ? true : nil) }
         }
     }
     public private(set) var tags: [String: Tag] = [:]
@@ -98,7 +121,9 @@ public final class Publication: MQTTPublisherDelegate {
         self.log = log
         self.loop = loop
         clockState = clock
-        topics = try Topics(prefix: c.mqtt.topicPrefix, client: c.mqtt.clientID)
+        topics = try Topics(prefix: c.mqtt.topicPrefix, client: c.mqtt.clientID, layout: c.mqtt.topicLayout)
+        payloadFormat = c.mqtt.payload
+        roundsValues = c.mqtt.roundToResolution
         publisher = try MQTTPublisher(configuration: Publication.publisherConfiguration(c), loop: loop)
         let spool = try Spool(directory: c.spool.path, maxBytes: c.spool.maxBytes,
                               segmentBytes: max(64 << 10, min(1 << 20, c.spool.maxBytes / 16)))
@@ -111,8 +136,23 @@ public final class Publication: MQTTPublisherDelegate {
         }
         if let repairs = spool.recovery.repairs { log(.warning) { "spool: repaired \(spool.directory) on open: \(repairs)" } }
         discovery = c.homeAssistant.discovery
-            ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: softwareVersion)
+            ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: softwareVersion,
+                                     form: c.homeAssistant.form, payload: c.mqtt.payload)
             : nil
+        formFile = c.spool.path + "/discovery-form"
+        if let discovery {
+            // The form announced before, when another one: recorded, or, with no record but a
+            // daemon that ran here before (its sequence numbers), the entity form of the releases
+            // that had no other. Each tag's configs of that form are migrated when it is announced.
+            let recorded = StateFile.lines(formFile, limit: 4096)?.first
+            if let recorded {
+                previousForm = DiscoveryForm.allCases.first { recorded == Publication.formRecord($0) }
+            } else if sequences.lastStopWasClean != nil {
+                previousForm = .entity
+            }
+            if previousForm == discovery.form { previousForm = nil }
+            if previousForm == nil && recorded != Publication.formRecord(discovery.form) { recordForm() }
+        }
         publisher.delegate = self
         checkClock(initially: true)
         withdrawals.onError = { [weak self] error in
@@ -130,7 +170,7 @@ public final class Publication: MQTTPublisherDelegate {
         }
         return MQTTPublisherConfiguration(
             brokers: c.mqtt.brokers,
-            clientID: c.mqtt.clientID, topicPrefix: c.mqtt.topicPrefix,
+            clientID: c.mqtt.clientID, topicPrefix: c.mqtt.topicPrefix, topicLayout: c.mqtt.topicLayout,
             keepalive: .seconds(c.mqtt.keepaliveSeconds), cleanSession: c.mqtt.cleanSession,
             credentials: c.mqtt.username.map { MQTTCredentials(username: $0, password: c.mqtt.password?.revealed) },
             tls: tls, maxInFlight: c.mqtt.maxInflight)
@@ -146,6 +186,9 @@ public final class Publication: MQTTPublisherDelegate {
         let t = Tag(tag, publication: self)
         tags[tag.name] = t
         fit(t.readings.encoder)
+        if previousForm != nil, let discovery {
+            t.migration = discovery.otherFormTopics(for: device(t), sensors: tag.sensors.map(\.sensor))
+        }
         if publisher.isConnected { publishState(of: t) }
         return t
     }
@@ -156,7 +199,7 @@ public final class Publication: MQTTPublisherDelegate {
         guard let t = tags.removeValue(forKey: name) else { return }
         sequences.remember(name, t.config.sensors.map(\.sensor), t.readings.sequences)
         publishRetained(t.availabilityTopic, ControlPayloads.offline)  // seen at once by whoever watches it
-        var owed = [t.availabilityTopic]
+        var owed = t.retainedTopics
         if let discovery {
             owed += discovery.removals(for: device(t), sensors: t.config.sensors.map(\.sensor)).map(\.topic)
         }
@@ -171,6 +214,19 @@ public final class Publication: MQTTPublisherDelegate {
 
     /// What this publication still owes the broker (for the one that replaces it).
     public var owedWithdrawals: [String] { withdrawals.topics }
+
+    /// The retained topics of this publication that one with configuration `next` would not
+    /// overwrite: a new prefix, client id or topic layout would otherwise leave the old status
+    /// and every tag's old availability on the broker for ever. For the next one to withdraw.
+    public func leftBehind(by next: DaemonConfiguration) -> [String] {
+        guard let moved = try? Topics(prefix: next.mqtt.topicPrefix, client: next.mqtt.clientID, layout: next.mqtt.topicLayout),
+              moved != topics else { return [] }
+        var old = [topics.status]
+        for name in tags.keys.sorted() where topics.availability(tag: name) != moved.availability(tag: name) {
+            old.append(topics.availability(tag: name))
+        }
+        return old
+    }
 
     private func sendWithdrawals() {
         guard publisher.isConnected else { return }
@@ -188,11 +244,14 @@ public final class Publication: MQTTPublisherDelegate {
     }
 
     /// The tag reported its model and firmware: (re)announce it to Home Assistant if that changed.
-    public func identified(_ name: String, model: Model, firmware: String?) {
+    public func identified(_ name: String, model: Model, firmware: String?, sensors: [Sensor]? = nil) {
         guard let t = tags[name] else { return }
-        let changed = t.model != model || t.firmware != firmware
+        let offered = model.isSensorTag ? nil : sensors
+        let changed = !t.identified || t.model != model || t.firmware != firmware || t.offered != offered
+        t.identified = true
         t.model = model
         t.firmware = firmware
+        t.offered = offered
         t.readings.identify(as: model)
         fit(t.readings.encoder)
         if changed { announce(t) }
@@ -239,19 +298,46 @@ public final class Publication: MQTTPublisherDelegate {
 
     private func device(_ t: Tag) -> HomeAssistantDiscovery.Device {
         HomeAssistantDiscovery.Device(tag: t.config.name, address: t.config.address.description,
-                                      model: t.model ?? .cc2650, firmware: t.firmware)
+                                      model: t.model ?? .cc2650, firmware: t.firmware, profile: t.config.profile)
     }
 
     private func announce(_ t: Tag) {
-        guard let discovery, let model = t.model, publisher.isConnected else { return }
-        let sensors = t.config.sensors.map(\.sensor).filter { SensorProfile.lookup(model, $0) != nil }
+        guard let discovery, t.identified, let model = t.model, publisher.isConnected else { return }
+        let sensors = t.config.sensors.map(\.sensor).filter {
+            t.offered?.contains($0) ?? (t.config.sensorProfile($0, model: model) != nil)
+        }
         let configs = discovery.configs(for: device(t), sensors: sensors)
         withdrawals.cancel(configs.map(\.topic))
+        // Home Assistant's migration between the forms: the old configs marked first, so that the
+        // entities move to the new ones (same unique ids, history kept) instead of being deleted
+        // and made again, which collides while the deletion is under way; then the old emptied.
+        let migration = t.migration ?? []
+        for topic in migration { publishRetained(topic, Publication.migrateDiscovery) }
         for m in configs { publishRetained(m.topic, m.payload) }
+        if !migration.isEmpty {
+            t.migration = nil
+            withdraw(migration)
+            if tags.values.allSatisfy({ $0.migration == nil }) { recordForm() }
+        }
+    }
+
+    static let migrateDiscovery = Array(#"{"migrate_discovery":true}"#.utf8)
+
+    private static func formRecord(_ form: DiscoveryForm) -> String { "collectord-discovery-form 1 \(form.rawValue)" }
+
+    /// Notes the form in force once every tag has been migrated to it (or at once when nothing was).
+    private func recordForm() {
+        guard let discovery else { return }
+        previousForm = nil
+        do {
+            try StateFile.replace(formFile, with: Publication.formRecord(discovery.form) + "\n")
+        } catch {
+            log(.warning) { "discovery: cannot keep the form announced: \(error)" }
+        }
     }
 
     private func publishState(of t: Tag) {
-        withdrawals.cancel([t.availabilityTopic])
+        withdrawals.cancel(t.retainedTopics)
         publishRetained(t.availabilityTopic, t.online ? ControlPayloads.online : ControlPayloads.offline)
         announce(t)
     }
@@ -300,7 +386,7 @@ public final class Publication: MQTTPublisherDelegate {
         switch event {
         case .connected:
             // Withdrawals first: a tag that is back under the same topics cancels its own.
-            for t in tags.values { withdrawals.cancel([t.availabilityTopic]) }
+            for t in tags.values { withdrawals.cancel(t.retainedTopics) }
             sendWithdrawals()
             for t in tags.values { publishState(of: t) }
         case .connectionLost, .disconnected:

@@ -1,6 +1,7 @@
 // The per-reading state of one tag's readings: what changes with each reading (the sequence
 // numbers) and what is built once so that a reading costs no allocation (topics, the encoder).
 
+import Model
 import Profiles
 import Publishing
 
@@ -13,12 +14,16 @@ public struct TagReadings: Sendable {
     public let topics: [String]
     /// The sequence number of each sensor's next reading.
     public private(set) var sequences: [UInt64]
+    /// Per configured sensor: its readings are retained (`Sensor.isState`).
+    public let retained: [Bool]
 
     /// `sensors` in the order of the tag's configuration (the sink's numbering); `sequences`, the
     /// numbers each goes on from (all 0 when nil).
-    public init(tag: String, address: String, model: Model, sensors: [Sensor], topics: Topics, sequences: [UInt64]? = nil) {
-        encoder = ReadingEncoder(tag: tag, address: address, model: model)
+    public init(tag: String, address: String, model: Model, sensors: [Sensor], topics: Topics, sequences: [UInt64]? = nil,
+                format: PayloadFormat = .detailed, rounded: Bool = true) {
+        encoder = ReadingEncoder(tag: tag, address: address, model: model, format: format, rounded: rounded)
         self.topics = sensors.map { topics.reading(tag: tag, sensor: $0) }
+        retained = sensors.map(\.isState)
         self.sequences = sequences ?? Array(repeating: 0, count: sensors.count)
     }
 
@@ -26,7 +31,7 @@ public struct TagReadings: Sendable {
     /// without one is announced as a cc2650 until then). Sequence numbers go on.
     public mutating func identify(as model: Model) {
         guard model != encoder.model else { return }
-        encoder = ReadingEncoder(tag: encoder.tag, address: encoder.address, model: model)
+        encoder = ReadingEncoder(tag: encoder.tag, address: encoder.address, model: model, format: encoder.format, rounded: encoder.rounded)
     }
 
     /// Encodes `reading` of the sensor at `index` into `buffer` (replacing its contents) with that

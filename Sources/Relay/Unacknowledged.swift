@@ -18,6 +18,7 @@ struct UnacknowledgedCopies {
         /// The outbox's topics are built once (per sensor, events); holding one is a retain.
         var topic: String
         var length: Int
+        var retain: Bool
         var sentAt: Instant
         var acknowledged: Bool
     }
@@ -61,14 +62,14 @@ struct UnacknowledgedCopies {
     }
 
     /// Keeps a copy of a message libmosquitto holds as `mid`. `canKeep` must have said yes.
-    mutating func keep(mid: Int32, topic: String, payload: UnsafeRawBufferPointer, at now: Instant) {
+    mutating func keep(mid: Int32, topic: String, payload: UnsafeRawBufferPointer, retain: Bool = false, at now: Instant) {
         if bytes == nil { bytes = .allocate(byteCount: slots * slotBytes, alignment: 16) }
         let slot = (start + count) % slots
         if payload.count > 0 {
             UnsafeMutableRawBufferPointer(rebasing: bytes![(slot * slotBytes)..<(slot * slotBytes + payload.count)])
                 .copyMemory(from: payload)
         }
-        entries[slot] = Entry(mid: mid, topic: topic, length: payload.count, sentAt: now, acknowledged: false)
+        entries[slot] = Entry(mid: mid, topic: topic, length: payload.count, retain: retain, sentAt: now, acknowledged: false)
         count += 1
         live += 1
     }
@@ -93,13 +94,13 @@ struct UnacknowledgedCopies {
     }
 
     /// Hands every unacknowledged copy, oldest first, to `body`, and forgets them all.
-    mutating func removeAll(_ body: (_ mid: Int32, _ topic: String, _ payload: UnsafeRawBufferPointer) -> Void) {
+    mutating func removeAll(_ body: (_ mid: Int32, _ topic: String, _ payload: UnsafeRawBufferPointer, _ retain: Bool) -> Void) {
         for i in 0..<count {
             let slot = (start + i) % slots
             guard let e = entries[slot] else { continue }
             entries[slot] = nil
             if e.acknowledged { continue }
-            body(e.mid, e.topic, UnsafeRawBufferPointer(rebasing: bytes![(slot * slotBytes)..<(slot * slotBytes + e.length)]))
+            body(e.mid, e.topic, UnsafeRawBufferPointer(rebasing: bytes![(slot * slotBytes)..<(slot * slotBytes + e.length)]), e.retain)
         }
         start = 0
         count = 0

@@ -162,7 +162,8 @@ final class Daemon: TagSupervisorDelegate {
             replacement = new
             // The new publication takes over once the old one has said goodbye and closed its spool.
             let old = publication
-            old.stop { [weak self] in self?.replacePublication(inheriting: old.owedWithdrawals) }
+            let leftBehind = old.leftBehind(by: new)
+            old.stop { [weak self] in self?.replacePublication(inheriting: old.owedWithdrawals + leftBehind) }
         }
         config = new
         scheduleStats()
@@ -184,7 +185,13 @@ final class Daemon: TagSupervisorDelegate {
             p.onEvent = { [weak self] event in self?.mqttEvent(event) }
             for tag in c.tags {
                 fleet.route(tag.name, to: p.add(tag))
-                if let s = fleet.supervisors[tag.name], s.state == .streaming { p.setOnline(tag.name, true) }
+                if let s = fleet.supervisors[tag.name], s.state == .streaming {
+                    // The link stays up: what the tag said it is carries over, so it is announced.
+                    if let session = s.session, let model = session.model {
+                        p.identified(tag.name, model: model, firmware: session.firmware, sensors: session.streamingSensors)
+                    }
+                    p.setOnline(tag.name, true)
+                }
             }
             publication = p
             p.start()
@@ -265,7 +272,7 @@ final class Daemon: TagSupervisorDelegate {
         switch event {
         case .ready(let model, let firmware):
             Log.notice("\(name): streaming (\(model), firmware \(firmware ?? "unknown"))")
-            publication.identified(name, model: model, firmware: firmware)
+            publication.identified(name, model: model, firmware: firmware, sensors: s.session?.streamingSensors)
             publication.setOnline(name, true)
         case .disconnected, .forcedDisconnect, .timeout:
             publication.setOnline(name, false)

@@ -104,7 +104,8 @@ final class Subscriber: @unchecked Sendable {
     init(port: Int, topic: String = "collectord/#", session: String? = nil) throws {
         self.port = port
         // A topic the subscription matches (no reading uses it when the filter has a wildcard).
-        probeTopic = topic.hasSuffix("#") ? String(topic.dropLast()) + "subscriber-probe" : topic
+        probeTopic = topic.split(separator: "/", omittingEmptySubsequences: false)
+            .map { $0 == "#" || $0 == "+" ? "subscriber-probe" : String($0) }.joined(separator: "/")
         process.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_sub")
         var args = ["-h", "127.0.0.1", "-p", "\(port)", "-v", "-t", topic, "-q", "1"]
         if let session { args += ["-c", "-i", session] }
@@ -312,11 +313,12 @@ struct Published {
 
     init?(_ line: (topic: String, payload: String)) {
         let levels = line.topic.split(separator: "/")
-        guard levels.count == 3, levels[2] != "availability", levels[1] != "test",
+        // <prefix>/tags/<tag>/<sensor>: nothing else matches it.
+        guard levels.count == 4, levels[1] == "tags",
               let json = try? JSONSerialization.jsonObject(with: Data(line.payload.utf8)) as? [String: Any],
               let seq = json["seq"] as? Int, let fields = json["fields"] as? [String: [String: Any]] else { return nil }
-        tag = String(levels[1])
-        sensor = String(levels[2])
+        tag = String(levels[2])
+        sensor = String(levels[3])
         self.seq = seq
         self.fields = fields
     }
@@ -379,7 +381,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
         #expect(sub.waitFor { s in expected.allSatisfy { s.seqs($0).count >= enough($0) } }, "every sensor streams")
         let (seconds, status) = daemon.stop()
         // The last will is not used on a clean stop: the daemon publishes offline itself.
-        #expect(sub.waitFor(seconds: 10) { $0.lines.last { $0.topic == "collectord/test/status" }?.payload == "offline" })
+        #expect(sub.waitFor(seconds: 10) { $0.lines.last { $0.topic == "collectord/daemon/test/status" }?.payload == "offline" })
         sub.stop()
         #expect(status == 0)
         #expect(seconds < 2, "a clean stop within 2 s")
@@ -399,22 +401,37 @@ func gapFree(_ seqs: [Int]) -> Bool {
             }
         }
         // Retained state: online while running, offline after the stop.
-        let statuses = lines.filter { $0.topic == "collectord/test/status" }.map(\.payload)
+        let statuses = lines.filter { $0.topic == "collectord/daemon/test/status" }.map(\.payload)
         #expect(statuses.first == "online" && statuses.last == "offline")
-        let kitchen = lines.filter { $0.topic == "collectord/kitchen/availability" }.map(\.payload)
+        let kitchen = lines.filter { $0.topic == "collectord/availability/kitchen" }.map(\.payload)
         #expect(kitchen.contains("online") && kitchen.last == "offline")
-        // Home Assistant discovery: every entity has what HA requires of an MQTT sensor.
-        let configs = lines.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
-        #expect(configs.count >= 30)
+        // Home Assistant discovery: one config per tag (device form), published once, complete
+        // (with the firmware the tag reported), and never again while nothing changed.
+        let discovery = lines.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }
+        // A first start: nothing of another form to migrate or empty.
+        #expect(discovery.allSatisfy { $0.topic.hasPrefix("homeassistant/device/") }, "\(discovery.map(\.topic))")
+        let configs = discovery.filter { $0.payload != "(null)" }
+        #expect(configs.map(\.topic).sorted() == ["homeassistant/device/sensortag_00aa01010001/config",
+                                                   "homeassistant/device/sensortag_00aa01020002/config"])
         for c in configs {
             let parsed = try JSONSerialization.jsonObject(with: Data(c.payload.utf8)) as? [String: Any]
             let json = try #require(parsed, Comment(rawValue: c.topic))
-            for key in ["unique_id", "state_topic", "device", "availability"] {
-                #expect(json[key] != nil, Comment(rawValue: "\(c.topic): \(key)"))
+            let device = try #require(json["dev"] as? [String: Any])
+            #expect(!(device["identifiers"] as? [String] ?? []).isEmpty)
+            #expect(device["sw_version"] as? String != nil, "announced once identified: with its firmware")
+            #expect(json["availability"] != nil && json["o"] != nil)
+            let components = try #require(json["cmps"] as? [String: [String: Any]])
+            #expect(components.count >= 17)
+            for (id, component) in components {
+                for key in ["p", "unique_id", "state_topic", "value_template"] {
+                    #expect(component[key] != nil, Comment(rawValue: "\(c.topic) \(id): \(key)"))
+                }
             }
-            let device = json["device"] as? [String: Any]
-            let identifiers = device?["identifiers"] as? [String] ?? []
-            #expect(!identifiers.isEmpty)
+        }
+        // The keys start as none pressed (the firmware notifies changes only).
+        for tag in ["kitchen", "garage"] {
+            let keys = lines.first { $0.topic == "collectord/tags/\(tag)/keys" }?.payload ?? ""
+            #expect(keys.hasSuffix(#","seq":0,"fields":{"pressed":{"value":[]}}}"#), "\(tag): \(keys)")
         }
     }
 
@@ -428,7 +445,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
         // replayed its spool: what it gets then, the broker kept for its session across the restart.
         before.stop()
         try broker.stop()
-        let humidity = "collectord/kitchen/humidity"
+        let humidity = "collectord/tags/kitchen/humidity"
         let spooledBefore = daemon.spooled(humidity)
         #expect(waitUntil(seconds: 30) { daemon.spooled(humidity) >= spooledBefore + 3 }, "readings go to the spool")
         try broker.start()
@@ -441,7 +458,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
         let sub = try Subscriber(port: broker.port, session: "outage-sub")
         #expect(sub.waitFor { ($0.seqs("kitchen/humidity").max() ?? 0) >= 8 }, "the session's queue, then live readings")
         daemon.stop()
-        #expect(sub.waitFor(seconds: 10) { $0.lines.last { $0.topic == "collectord/test/status" }?.payload == "offline" })
+        #expect(sub.waitFor(seconds: 10) { $0.lines.last { $0.topic == "collectord/daemon/test/status" }?.payload == "offline" })
         sub.stop()
         let seqs = sequences(before.lines + sub.lines)
         #expect(daemon.log.contains("connection to 127.0.0.1:\(broker.port) lost"))
@@ -480,7 +497,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
         try broker.stop()
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
         try daemon.start()
-        let movement = "collectord/kitchen/movement"
+        let movement = "collectord/tags/kitchen/movement"
         #expect(waitUntil(seconds: 30) { daemon.spooled(movement) >= 3 }, "the first daemon spools")
         daemon.stop(SIGKILL)  // no clean shutdown: the spool must survive on its own
         let spooledByTheFirst = daemon.spooled(movement)
@@ -500,7 +517,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
             return runs.count >= 2 && runs[0].count >= 3 && runs[1].count >= 2
         }, "the killed daemon's readings and the second's")
         daemon.stop()
-        #expect(sub.waitFor(seconds: 10) { $0.lines.last { $0.topic == "collectord/test/status" }?.payload == "offline" })
+        #expect(sub.waitFor(seconds: 10) { $0.lines.last { $0.topic == "collectord/daemon/test/status" }?.payload == "offline" })
         sub.stop()
         let seqs = sequences(sub.lines)
         let kitchen = seqs["kitchen/movement"] ?? []
@@ -525,7 +542,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
         try daemon.start()
         #expect(before.waitFor { $0.seqs("kitchen/humidity").count >= 2 }, "readings before the stall")
         broker.pause()
-        let humidity = "collectord/kitchen/humidity"
+        let humidity = "collectord/tags/kitchen/humidity"
         #expect(waitUntil(seconds: 30) { daemon.spooled(humidity) >= 3 }, "readings wait while the broker stalls")
         #expect(daemon.stop().status == 0)
         before.stop()
@@ -553,7 +570,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
         try daemon.start()
         #expect(before.waitFor { $0.seqs("kitchen/humidity").count >= 2 }, "readings before the stall")
         broker.pause()
-        let humidity = "collectord/kitchen/humidity"
+        let humidity = "collectord/tags/kitchen/humidity"
         // Long enough for a stall to matter: several readings of every sensor unacknowledged.
         #expect(waitUntil(seconds: 30) { daemon.spooled(humidity) >= 5 }, "readings wait while the broker stalls")
         let killedAt = Date()
@@ -633,10 +650,10 @@ func gapFree(_ seqs: [Int]) -> Bool {
             #expect(waitUntil(seconds: 60) { daemon.spoolDropped >= 20_000 }, "\(daemon.spoolDropped) dropped")
         } else {
             // The genuine tags' readings pile up in the spool while the broker stalls.
-            #expect(waitUntil(seconds: 60) { daemon.spooled("collectord/one/humidity") >= 6 }, "the genuine tags spool")
+            #expect(waitUntil(seconds: 60) { daemon.spooled("collectord/tags/one/humidity") >= 6 }, "the genuine tags spool")
         }
         broker.resume()
-        let last = daemon.spooled("collectord/one/humidity")
+        let last = daemon.spooled("collectord/tags/one/humidity")
         #expect(sub.waitFor(seconds: 60) { ($0.seqs("one/humidity").max() ?? 0) >= last + 2 }, "the replay, then live readings")
         daemon.stop()
         flood.stop(gracefully: true)
@@ -736,7 +753,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
 
     @Test func sighupAddsAndRemovesTagsAndKeepsAnInvalidFileOut() throws {
         let broker = try Broker()
-        let sub = try Subscriber(port: broker.port)
+        let sub = try Subscriber(port: broker.port, topic: "#")
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly))
         try daemon.start()
         #expect(sub.waitFor { !$0.seqs("kitchen/humidity").isEmpty }, "the kitchen streams")
@@ -757,7 +774,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
         let before = sequences(sub.lines)["kitchen/humidity"]?.count ?? 0
         daemon.signal(SIGHUP)
         #expect(sub.waitFor { s in
-            !s.seqs("garage/humidity").isEmpty && s.lines.last { $0.topic == "collectord/kitchen/availability" }?.payload == "(null)"
+            !s.seqs("garage/humidity").isEmpty && s.lines.last { $0.topic == "collectord/availability/kitchen" }?.payload == "(null)"
         }, "the garage streams and the kitchen's availability is cleared")
         daemon.stop()
         sub.stop()
@@ -766,9 +783,72 @@ func gapFree(_ seqs: [Int]) -> Bool {
         #expect(before >= 1)
         #expect((seqs["garage/humidity"]?.count ?? 0) >= 1, "the added tag streams")
         // A removed tag goes offline, then its retained availability is cleared (empty payload).
-        let kitchen = lines.filter { $0.topic == "collectord/kitchen/availability" }.map(\.payload)
+        let kitchen = lines.filter { $0.topic == "collectord/availability/kitchen" }.map(\.payload)
         #expect(kitchen.contains("offline") && kitchen.last == "(null)", "\(kitchen)")
         #expect(daemon.log.contains("reload: tag kitchen removed") && daemon.log.contains("reload: tag garage added"))
+        // And its Home Assistant device is removed: its one config emptied.
+        let device = lines.filter { $0.topic == "homeassistant/device/sensortag_00aa01010001/config" }.map(\.payload)
+        #expect(device.count == 2 && device.first?.hasPrefix("{") == true && device.last == "(null)", "\(device.map { $0.prefix(20) })")
+    }
+
+    /// `topic_layout = "v1"` publishes on the old topics; a reload that moves the layout empties
+    /// the retained status and availability left on the old ones.
+    @Test func theV1LayoutAndAReloadThatLeavesIt() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "collectord/#")
+        let v1 = config(port: broker.port, tags: kitchenOnly).replacingOccurrences(of: "client_id = \"test\"", with: "client_id = \"test\"\ntopic_layout = \"v1\"")
+        let daemon = try DaemonProcess(config: v1)
+        try daemon.start()
+        #expect(sub.waitFor { s in s.lines.contains { $0.topic == "collectord/kitchen/humidity" } }, "readings on the v1 topics")
+        #expect(sub.lines.contains { $0.topic == "collectord/test/status" && $0.payload == "online" })
+        #expect(sub.lines.contains { $0.topic == "collectord/kitchen/availability" && $0.payload == "online" })
+        try daemon.write(config: config(port: broker.port, tags: kitchenOnly))
+        daemon.signal(SIGHUP)
+        #expect(sub.waitFor { s in
+            s.seqs("kitchen/humidity").count >= 2
+                && s.lines.last { $0.topic == "collectord/kitchen/availability" }?.payload == "(null)"
+                && s.lines.last { $0.topic == "collectord/test/status" }?.payload == "(null)"
+        }, "v2 readings, and the v1 retained topics emptied")
+        daemon.stop()
+        sub.stop()
+        #expect(sub.lines.last { $0.topic == "collectord/availability/kitchen" }?.payload == "offline")
+    }
+
+    /// Switching `discovery_form` migrates each tag's entities the way Home Assistant documents:
+    /// the old configs marked `{"migrate_discovery":true}`, then the new config, then the old
+    /// topics emptied; and the form is remembered, so a restart migrates nothing again.
+    @Test func switchingTheDiscoveryFormMigratesTheEntities() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "homeassistant/#")
+        let entityForm = config(port: broker.port, tags: kitchenOnly) + "\n[homeassistant]\ndiscovery_form = \"entity\"\n"
+        let daemon = try DaemonProcess(config: entityForm)
+        try daemon.start()
+        let humidity = "homeassistant/sensor/sensortag_00aa01010001/humidity_humidity/config"
+        let device = "homeassistant/device/sensortag_00aa01010001/config"
+        #expect(sub.waitFor { $0.lines.contains { $0.topic == humidity } }, "the entity form announced")
+        let perEntity = Set(sub.lines.filter { $0.payload != "(null)" }.map(\.topic))
+        #expect(perEntity.count == 20 && !perEntity.contains(device))
+        try daemon.write(config: config(port: broker.port, tags: kitchenOnly))
+        daemon.signal(SIGHUP)
+        #expect(sub.waitFor { s in perEntity.allSatisfy { t in s.lines.last { $0.topic == t }?.payload == "(null)" } },
+                "every per-entity config emptied")
+        // Restarted with the same form: nothing to migrate.
+        daemon.stop()
+        try daemon.start()
+        #expect(daemon.waitForLog("kitchen: streaming", count: 2))
+        daemon.stop()
+        sub.stop()
+        let lines = sub.lines
+        let marker = #"{"migrate_discovery":true}"#
+        let deviceConfigs = lines.indices.filter { lines[$0].topic == device && lines[$0].payload.hasPrefix("{\"availability\"") }
+        #expect(deviceConfigs.count == 2, "once per run")
+        let firstDevice = try #require(deviceConfigs.first)
+        for topic in perEntity {
+            let seen = lines.indices.filter { lines[$0].topic == topic }
+            #expect(seen.map { lines[$0].payload.hasPrefix("{\"name\"") ? "config" : lines[$0].payload }
+                    == ["config", marker, "(null)"], "\(topic)")
+            #expect(seen[1] < firstDevice && seen[2] > firstDevice, "\(topic): marked before the device config, emptied after")
+        }
     }
 
     /// A reload that changes `[mqtt]` replaces the publication: the tags keep their links and
@@ -798,11 +878,11 @@ func gapFree(_ seqs: [Int]) -> Bool {
         try daemon.start()
         #expect(sub1.waitFor { $0.seqs("kitchen/humidity").count >= 2 }, "the kitchen streams to the first broker")
         first.pause()
-        #expect(waitUntil(seconds: 30) { daemon.spooled("collectord/kitchen/humidity") >= 3 }, "readings wait while the broker stalls")
+        #expect(waitUntil(seconds: 30) { daemon.spooled("collectord/tags/kitchen/humidity") >= 3 }, "readings wait while the broker stalls")
         try daemon.write(config: config(port: second.port, tags: kitchenOnly))
         daemon.signal(SIGHUP)
         #expect(daemon.waitForLog("MQTT settings changed"))
-        let last = daemon.spooled("collectord/kitchen/humidity")
+        let last = daemon.spooled("collectord/tags/kitchen/humidity")
         #expect(sub2.waitFor { ($0.seqs("kitchen/humidity").max() ?? 0) >= last + 2 }, "the replay, then live readings")
         daemon.stop()
         sub1.stop()
@@ -896,7 +976,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
         // By hand, as root, while the broker is away: segments, cursor, lock, sequence numbers.
         try broker.stop()
         try daemon.start()
-        #expect(waitUntil(seconds: 30) { daemon.spooled("collectord/kitchen/humidity") >= 2 }, "root's run spools")
+        #expect(waitUntil(seconds: 30) { daemon.spooled("collectord/tags/kitchen/humidity") >= 2 }, "root's run spools")
         #expect(daemon.stop().status == 0)
         let spool = daemon.directory.appendingPathComponent("spool").path
         let names = try FileManager.default.contentsOfDirectory(atPath: spool)

@@ -128,7 +128,8 @@ import Publishing
             let reading = try withRawSpan(try parseHex(command.hex)) { (span) throws(DecodeError) in
                 try profile.decode(span, settings: settings)
             }
-            let encoder = ReadingEncoder(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: model)
+            // With every digit: `decode` shows the conversion unrounded (round_to_resolution = false).
+            let encoder = ReadingEncoder(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: model, rounded: false)
             var buffer = encoder.makeBuffer()
             try encoder.encode(reading, sequence: 7, time: Timestamp(millisecondsSinceEpoch: 0), into: &buffer)
             let published = buffer.text

@@ -79,6 +79,26 @@ let declaredProfileConfig = """
         #expect(hr.fields["heart_rate"]?["unit"] as? String == "bpm")
         let pressure = try #require(readings.last { $0.tag == "board" && $0.sensor == "pressure" })
         #expect((900...1100).contains(pressure.fields["pressure"]?["value"] as? Double ?? 0))
+        // Home Assistant: one device each; the declared fields with their declared unit and class,
+        // the standard device with only what it offered (no elevation, wind …), RR intervals off.
+        var devices: [String: [String: [String: Any]]] = [:]
+        for line in lines where line.topic.hasPrefix("homeassistant/device/") && !line.payload.isEmpty {
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(line.payload.utf8)) as? [String: Any])
+            let name = try #require((json["dev"] as? [String: Any])?["name"] as? String)
+            devices[name] = try #require(json["cmps"] as? [String: [String: Any]])
+        }
+        let greenhouse = try #require(devices["greenhouse"], "\(devices.keys)")
+        let climateT = try #require(greenhouse["climate_temperature"], "\(greenhouse.keys)")
+        #expect(climateT["unit_of_measurement"] as? String == "°C")
+        #expect(climateT["device_class"] as? String == "temperature")
+        #expect(climateT["suggested_display_precision"] as? Int == 2)
+        #expect(greenhouse["gas_quality"]?["device_class"] == nil)
+        let board = try #require(devices["board"], "\(devices.keys)")
+        #expect(Set(board.keys.map { $0.split(separator: "_").first.map(String.init) ?? $0 })
+                    .isSubset(of: ["temperature", "humidity", "pressure", "heart", "battery"]), "\(board.keys.sorted())")
+        #expect(board["pressure_pressure"]?["suggested_display_precision"] as? Int == 3)
+        #expect(board["heart_rate_rr_1"]?["enabled_by_default"] as? Bool == false)
+        #expect(board["heart_rate_heart_rate"]?["unit_of_measurement"] as? String == "bpm")
         // Sensors the board does not have are not published, and their absence is no error.
         #expect(seqs["board/elevation"] == nil)
         #expect(!daemon.log.contains("<3>"), "\(daemon.log)")

@@ -57,7 +57,7 @@ final class PublicationFixture {
             logs.lines.append("<\(level.rawValue)>\(message())")
         }
         sink = publication.add(configuration.tags[0])
-        subscriber = try Subscriber(port: broker.port, topic: "collectord/\(tag)/\(sensor.rawValue)")
+        subscriber = try Subscriber(port: broker.port, topic: "collectord/tags/\(tag)/\(sensor.rawValue)")
         let profile = SensorProfile.all(for: model ?? .cc2541).first { $0.sensor == sensor }!
         reading = try payload.withUnsafeBytes {
             try profile.decode(RawSpan(_unsafeBytes: $0), settings: SensorSettings())

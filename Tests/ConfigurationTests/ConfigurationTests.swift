@@ -320,6 +320,42 @@ private let cellar = BluetoothAddress("54:6C:0E:53:00:01")!
         #expect(suggestion(for: "8G", among: Schema.movementRanges.map(\.0)) == "8g")
     }
 
+    @Test("topic_layout, payload, round_to_resolution and discovery_form: defaults, values and errors at their line")
+    func subscriberFacingKeys() throws {
+        let d = DaemonConfiguration()
+        #expect(d.mqtt.topicLayout == .v2 && d.mqtt.payload == .detailed && d.mqtt.roundToResolution)
+        #expect(d.homeAssistant.form == .device)
+        let c = try #require(valid("""
+            [mqtt]
+            topic_layout = "v1"
+            payload = "flat"
+            round_to_resolution = false
+            [homeassistant]
+            discovery_form = "entity"
+            """))
+        #expect(c.mqtt.topicLayout == .v1 && c.mqtt.payload == .flat && !c.mqtt.roundToResolution)
+        #expect(c.homeAssistant.form == .entity)
+        #expect(c.summary().contains("topic prefix: collectord, layout v1 (deprecated"))
+        #expect(c.summary().contains("payload: flat, values unrounded"))
+        #expect(c.summary().contains("one config per entity"))
+        #expect(errorLines("""
+            [mqtt]
+            topic_layout = "v3"
+            payload = "flta"
+            round_to_resolution = "yes"
+            [homeassistant]
+            discovery_form = "devices"
+            """, path: "t.conf") == [
+                #"t.conf:2: mqtt: topic_layout must be one of v2, v1 (got "v3")"#,
+                #"t.conf:3: mqtt: payload must be one of detailed, flat (got "flta"; did you mean "flat"?)"#,
+                #"t.conf:4: mqtt: round_to_resolution must be true or false (got a string "yes")"#,
+                #"t.conf:6: homeassistant: discovery_form must be one of device, entity (got "devices"; did you mean "device"?)"#,
+            ])
+        // A reload that changes them remakes the connection (new topics, new payloads, new discovery).
+        #expect(DaemonConfiguration.diff(old: d, new: c).mqttChanged)
+        #expect(DaemonConfiguration.diff(old: d, new: c).homeAssistantChanged)
+    }
+
     @Test func theBriefsExample() {
         #expect(errorLines("""
             # collectord
@@ -439,7 +475,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
             uncommented += 1
             return line.dropFirst()
         }
-        #expect(uncommented == 20)
+        #expect(uncommented == 24)
         let c = try #require(valid(lines.joined(separator: "\n"), path: shippedPath))
         #expect(c == DaemonConfiguration())
     }
@@ -496,10 +532,11 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
             mqtt session: qos 1, retain off, clean session on, keepalive 30 s, max inflight 100
             mqtt login: anonymous
             mqtt TLS: off
-            topic prefix: collectord
+            topic prefix: collectord, layout v2
+            payload: detailed, values rounded to the sensor's resolution
             reconnect: 1000 ms doubling to 60000 ms, waiting for an advertisement after 10 failed attempts
             spool: /var/lib/collectord/spool (at most 64 MB)
-            home assistant discovery: on (prefix homeassistant)
+            home assistant discovery: on (prefix homeassistant, one config per device)
             no tags configured
 
             """)

@@ -12,6 +12,18 @@ struct TopicTests {
     @Test("topic layout")
     func layout() throws {
         let t = try Topics(prefix: "home/collectord", client: "pi-kitchen")
+        #expect(t.layout == .v2)
+        #expect(t.reading(tag: "kitchen", sensor: .humidity) == "home/collectord/tags/kitchen/humidity")
+        #expect(t.availability(tag: "kitchen") == "home/collectord/availability/kitchen")
+        #expect(t.status == "home/collectord/daemon/pi-kitchen/status")
+        #expect(t.events == "home/collectord/daemon/pi-kitchen/events")
+        #expect(t.stats == "home/collectord/daemon/pi-kitchen/stats")
+        #expect(t.allReadings == "home/collectord/tags/+/+")
+    }
+
+    @Test("the v1 layout, kept behind topic_layout = \"v1\"")
+    func layoutV1() throws {
+        let t = try Topics(prefix: "home/collectord", client: "pi-kitchen", layout: .v1)
         #expect(t.reading(tag: "kitchen", sensor: .humidity) == "home/collectord/kitchen/humidity")
         #expect(t.availability(tag: "kitchen") == "home/collectord/kitchen/availability")
         #expect(t.status == "home/collectord/pi-kitchen/status")
@@ -19,6 +31,32 @@ struct TopicTests {
         #expect(t.stats == "home/collectord/pi-kitchen/stats")
     }
 
+    /// Every topic the daemon publishes under its prefix, for tags named like daemon levels too.
+    private func everyTopic(_ t: Topics, tags: [String]) -> (readings: [String], others: [String]) {
+        var readings: [String] = [], others = [t.status, t.events, t.stats]
+        for tag in tags {
+            for sensor in Sensor.allCases { readings.append(t.reading(tag: tag, sensor: sensor)) }
+            others.append(t.availability(tag: tag))
+        }
+        return (readings, others)
+    }
+
+    @Test("one wildcard takes every reading and nothing else; another every daemon topic")
+    func wildcards() throws {
+        // Tags named like the client id and like every fixed level and leaf.
+        let tags = ["kitchen", "pi", "tags", "daemon", "availability", "status", "events", "stats"]
+        let t = try Topics(prefix: "collectord", client: "pi")
+        let (readings, others) = everyTopic(t, tags: tags)
+        #expect(readings.allSatisfy { mqttMatches("collectord/tags/+/+", $0) })
+        #expect(others.filter { mqttMatches("collectord/tags/+/+", $0) } == [])
+        #expect([t.status, t.events, t.stats].allSatisfy { mqttMatches("collectord/daemon/#", $0) })
+        #expect((readings + tags.map { t.availability(tag: $0) }).filter { mqttMatches("collectord/daemon/#", $0) } == [])
+        #expect(tags.map { t.availability(tag: $0) }.allSatisfy { mqttMatches("collectord/availability/+", $0) })
+        // The v1 layout is what the issue found: its reading wildcard takes the rest too.
+        let v1 = try Topics(prefix: "collectord", client: "pi", layout: .v1)
+        let old = everyTopic(v1, tags: tags)
+        #expect(old.others.allSatisfy { mqttMatches(v1.allReadings, $0) })
+    }
     @Test("names that cannot be a topic level are refused with a reason")
     func validation() {
         #expect(throws: TopicError.self) { try Topics.validateLevel("a/b") }
@@ -109,7 +147,9 @@ struct TopicTests {
 @Suite("Home Assistant discovery")
 struct DiscoveryTests {
     let topics = try! Topics(prefix: "collectord", client: "pi")
-    var discovery: HomeAssistantDiscovery { HomeAssistantDiscovery(topics: topics, softwareVersion: "0.1.0") }
+    /// The per-entity form (`discovery_form = "entity"`), whose messages the first tests look into.
+    var discovery: HomeAssistantDiscovery { HomeAssistantDiscovery(topics: topics, softwareVersion: "0.1.0", form: .entity) }
+    var deviceForm: HomeAssistantDiscovery { HomeAssistantDiscovery(topics: topics, softwareVersion: "0.1.0") }
     let device = HomeAssistantDiscovery.Device(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2650, firmware: "1.50 (Jun 12 2018)")
 
     func parse(_ m: DiscoveryMessage) throws -> [String: Any] {
@@ -150,7 +190,7 @@ struct DiscoveryTests {
                 #expect(parts[3].allSatisfy { $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
                 // Required by the MQTT sensor schema, and for the device registry (unique_id + device).
                 let stateTopic = try #require(c["state_topic"] as? String)
-                #expect(stateTopic.hasPrefix("collectord/kitchen/"))
+                #expect(stateTopic.hasPrefix("collectord/tags/kitchen/"))
                 let uniqueID = try #require(c["unique_id"] as? String)
                 #expect(uniqueIDs.insert(uniqueID).inserted, "unique_id \(uniqueID) repeated")
                 #expect((c["name"] as? String)?.isEmpty == false)
@@ -165,21 +205,26 @@ struct DiscoveryTests {
                 #expect(device["sw_version"] as? String == "1.50")
                 #expect((c["origin"] as? [String: Any])?["name"] as? String == "collectord")
                 let availability = try #require(c["availability"] as? [[String: Any]])
-                #expect(availability.map { $0["topic"] as? String } == ["collectord/pi/status", "collectord/kitchen/availability"])
+                #expect(availability.map { $0["topic"] as? String } == ["collectord/daemon/pi/status", "collectord/availability/kitchen"])
                 #expect(availability.allSatisfy { $0["payload_available"] as? String == "online" && $0["payload_not_available"] as? String == "offline" })
                 #expect(c["availability_mode"] as? String == "all")
                 #expect(c["availability_topic"] == nil, "availability and availability_topic are exclusive")
                 if parts[1] == "binary_sensor" {
                     #expect(c["payload_on"] as? String == "ON" && c["payload_off"] as? String == "OFF")
-                    #expect(template.hasPrefix("{{ 'ON' if "))
+                    #expect(template.hasPrefix("{{ ('ON' if ") && template.hasSuffix(" if value_json is defined else '' }}"), "empty (a withdrawn state) renders nothing")
                 } else if let deviceClass = c["device_class"] as? String {
                     let unit = try #require(c["unit_of_measurement"] as? String)
                     #expect(Self.sensorUnits[deviceClass]?.contains(unit) == true, "\(deviceClass) with \(unit)")
                     #expect(c["state_class"] as? String == "measurement")
                 }
+                if parts[1] == "sensor" && c["unit_of_measurement"] != nil {
+                    #expect(c["suggested_display_precision"] as? Int != nil, "\(m.topic): a display precision")
+                }
+                let motion = ["accelerometer", "gyroscope", "magnetometer", "movement"].contains { parts[3].hasPrefix($0) }
+                #expect((c["enabled_by_default"] as? Bool) == (motion ? false : nil), "\(m.topic): motion disabled by default, the rest enabled")
                 let allowed: Set<String> = ["name", "unique_id", "state_topic", "value_template", "unit_of_measurement", "device_class",
                                             "state_class", "entity_category", "payload_on", "payload_off", "availability",
-                                            "availability_mode", "device", "origin"]
+                                            "availability_mode", "device", "origin", "suggested_display_precision", "enabled_by_default"]
                 #expect(Set(c.keys).isSubset(of: allowed), "\(Set(c.keys).subtracting(allowed))")
             }
         }
@@ -194,12 +239,68 @@ struct DiscoveryTests {
         #expect(t["device_class"] as? String == "temperature")
         #expect(t["unit_of_measurement"] as? String == "°C")
         #expect(t["value_template"] as? String == "{{ value_json.fields.temperature.value }}")
-        #expect(t["state_topic"] as? String == "collectord/kitchen/humidity")
+        #expect(t["state_topic"] as? String == "collectord/tags/kitchen/humidity")
         #expect(t["unique_id"] as? String == "collectord_sensortag_b0b448c94a85_humidity_temperature")
+        #expect(t["suggested_display_precision"] as? Int == 2)
         let h = try parse(messages[1])
         #expect(h["device_class"] as? String == "humidity")
         #expect(h["unit_of_measurement"] as? String == "%")
         #expect(messages.allSatisfy { $0.retain })
+    }
+
+    @Test("device form: one retained config per tag, its entities as components")
+    func oneConfigPerDevice() throws {
+        let messages = deviceForm.configs(for: device, sensors: Sensor.allCases)
+        #expect(messages.map(\.topic) == ["homeassistant/device/sensortag_b0b448c94a85/config"])
+        let c = try parse(messages[0])
+        let dev = try #require(c["dev"] as? [String: Any])
+        #expect(dev["identifiers"] as? [String] == ["sensortag_b0b448c94a85"])
+        #expect(dev["sw_version"] as? String == "1.50 (Jun 12 2018)")
+        #expect((c["o"] as? [String: Any])?["name"] as? String == "collectord", "origin: required by device discovery")
+        #expect((c["availability"] as? [[String: Any]])?.count == 2 && c["availability_mode"] as? String == "all")
+        let components = try #require(c["cmps"] as? [String: [String: Any]])
+        // The same entities, object ids and unique ids as the entity form.
+        let perEntity = discovery.configs(for: device, sensors: Sensor.allCases)
+        #expect(components.count == perEntity.count)
+        for m in perEntity {
+            let parts = m.topic.split(separator: "/")
+            let one = try parse(m)
+            let component = try #require(components[String(parts[3])], "\(parts[3])")
+            #expect(component["p"] as? String == String(parts[1]))
+            #expect(component["unique_id"] as? String == one["unique_id"] as? String)
+            #expect(component["value_template"] as? String == one["value_template"] as? String)
+            #expect(component["device"] == nil && component["availability"] == nil, "shared, not repeated")
+        }
+        #expect(components["movement_accel_x"]?["enabled_by_default"] as? Bool == false)
+        #expect(components["battery_level"]?["entity_category"] as? String == "diagnostic")
+        #expect(components["battery_level"]?["suggested_display_precision"] as? Int == 0)
+        #expect(components["movement_mag_x"]?["suggested_display_precision"] as? Int == 1)
+        #expect(components["movement_accel_x"]?["suggested_display_precision"] as? Int == 3)
+        #expect(components["light_illuminance"]?["suggested_display_precision"] as? Int == 2)
+        #expect(components["keys_pressed_2"]?["name"] as? String == "Reed relay")
+    }
+
+    @Test("flat payloads: templates read the top-level keys, key bits from the mask")
+    func flatTemplates() throws {
+        var flat = deviceForm
+        flat.payload = .flat
+        let c = try parse(flat.configs(for: device, sensors: [.humidity, .keys, .io])[0])
+        let components = try #require(c["cmps"] as? [String: [String: Any]])
+        #expect(components["humidity_temperature"]?["value_template"] as? String == "{{ value_json.temperature }}")
+        #expect(components["keys_pressed_1"]?["value_template"] as? String
+            == "{{ ('ON' if (value_json.pressed | int) | bitwise_and(2) else 'OFF') if value_json is defined else '' }}")
+        #expect(components["io_outputs"]?["value_template"] as? String == "{{ value_json.outputs }}")
+    }
+
+    @Test("switching forms empties the other form's topics, for either generation")
+    func otherForm() {
+        let entityTopics = deviceForm.otherFormTopics(for: device)
+        let cc2650 = discovery.configs(for: device, sensors: Sensor.allCases).map(\.topic)
+        var garage = device
+        garage.model = .cc2541
+        let cc2541 = discovery.configs(for: garage, sensors: Sensor.allCases).map(\.topic)
+        #expect(Set(entityTopics) == Set(cc2650 + cc2541))
+        #expect(discovery.otherFormTopics(for: device) == ["homeassistant/device/sensortag_b0b448c94a85/config"])
     }
 
     @Test("device classes: none for g, °/s and µT; battery, illuminance and pressure where they fit")
@@ -220,12 +321,26 @@ struct DiscoveryTests {
         #expect(classes.keys.contains("keys_pressed_2"))
     }
 
-    @Test("removing a tag clears every config topic and its availability")
+    @Test("removing a tag clears its config topics of both forms and its availability")
     func removal() {
-        let configs = discovery.configs(for: device, sensors: Sensor.allCases)
-        let removals = discovery.removals(for: device)
-        #expect(removals.count == configs.count + 1)
-        #expect(Set(removals.map(\.topic)) == Set(configs.map(\.topic) + ["collectord/kitchen/availability"]))
-        #expect(removals.allSatisfy { $0.payload.isEmpty && $0.retain })
+        let configs = discovery.configs(for: device, sensors: Sensor.allCases) + deviceForm.configs(for: device, sensors: Sensor.allCases)
+        for form in [discovery, deviceForm] {
+            let removals = form.removals(for: device)
+            #expect(removals.count == configs.count + 1)
+            #expect(Set(removals.map(\.topic)) == Set(configs.map(\.topic) + ["collectord/availability/kitchen"]))
+            #expect(removals.allSatisfy { $0.payload.isEmpty && $0.retain })
+        }
     }
+}
+
+/// MQTT topic matching (`+` one level, `#` the rest), as a broker applies a subscription.
+func mqttMatches(_ filter: String, _ topic: String) -> Bool {
+    let f = filter.split(separator: "/", omittingEmptySubsequences: false)
+    let t = topic.split(separator: "/", omittingEmptySubsequences: false)
+    for (i, level) in f.enumerated() {
+        if level == "#" { return true }
+        guard i < t.count else { return false }
+        if level != "+" && level != t[i] { return false }
+    }
+    return f.count == t.count
 }

@@ -39,6 +39,13 @@ func isJSONNumber(_ s: String) -> Bool {
 
 @Suite("Reading encoder")
 struct EncoderTests {
+    /// Settings under which every profile decodes (the CC2541 barometer needs its calibration).
+    static var calibrated: SensorSettings {
+        var settings = SensorSettings()
+        settings.barometerCalibration = .init(c1: 45697, c2: 25592, c3: 48894, c4: 36174, c5: 6985, c6: 1990, c7: -2369, c8: 5542)
+        return settings
+    }
+
     let time = Timestamp(millisecondsSinceEpoch: 1_795_323_787_123)  // 2026-11-22T05:03:07.123Z
 
     @Test("the payload of the specification, byte for byte")
@@ -50,6 +57,64 @@ struct EncoderTests {
         let expected = #"{"tag":"kitchen","address":"B0:B4:48:C9:4A:85","model":"cc2650","sensor":"humidity","time":"2026-11-22T05:03:07.123Z","seq":17,"fields":{"temperature":{"value":21.3,"unit":"°C"},"humidity":{"value":45.2,"unit":"%RH"}}}"#
         #expect(buffer.text == expected)
         #expect(n == expected.utf8.count)
+    }
+
+    @Test("flat: the field names as keys and numbers as values, bit sets as their mask")
+    func flatPayload() throws {
+        let encoder = ReadingEncoder(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2650, format: .flat)
+        var buffer = encoder.makeBuffer()
+        let r = reading(.humidity, [Field("temperature", 21.490322265625004, .celsius, decimals: 2),
+                                    Field("humidity", 45.2, .percentRH, decimals: 2)])
+        try encoder.encode(r, sequence: 17, time: time, into: &buffer)
+        #expect(buffer.text == #"{"tag":"kitchen","address":"B0:B4:48:C9:4A:85","model":"cc2650","sensor":"humidity","time":"2026-11-22T05:03:07.123Z","seq":17,"temperature":21.49,"humidity":45.2}"#)
+        try encoder.encode(reading(.keys, [Field("pressed", bits: 0b101)]), sequence: 3, time: time, timeSynced: false, into: &buffer)
+        #expect(buffer.text.hasSuffix(#""sensor":"keys","time":"2026-11-22T05:03:07.123Z","time_synced":false,"seq":3,"pressed":5}"#))
+    }
+
+    @Test("values are rounded to the decimal places their field declares, unless told not to; never -0")
+    func rounding() throws {
+        let r = reading(.light, [Field("illuminance", 386.40000000000003, .lux, decimals: 2),
+                                 Field("x", -0.0004, .g, decimals: 3), Field("y", 0.12345, .g),
+                                 Field("level", 87.5, .percent, decimals: 0)])
+        let rounded = ReadingEncoder(tag: "t", address: "A", model: .cc2650)
+        var buffer = rounded.makeBuffer()
+        try rounded.encode(r, sequence: 0, time: time, into: &buffer)
+        #expect(buffer.text.hasSuffix(#""fields":{"illuminance":{"value":386.4,"unit":"lux"},"x":{"value":0.0,"unit":"g"},"y":{"value":0.12345,"unit":"g"},"level":{"value":88.0,"unit":"%"}}}"#))
+        let exact = ReadingEncoder(tag: "t", address: "A", model: .cc2650, rounded: false)
+        try exact.encode(r, sequence: 0, time: time, into: &buffer)
+        #expect(buffer.text.contains(#""illuminance":{"value":386.40000000000003,"#))
+    }
+
+    @Test("every profile's rounded numbers have at most their declared decimals and are the nearest such number")
+    func everyProfileRounded() throws {
+        var rng = SplitMix64(seed: 11)
+        let encoder = ReadingEncoder(tag: "t", address: "A", model: .cc2650, format: .flat)
+        var buffer = encoder.makeBuffer()
+        let settings = Self.calibrated
+        var checked = 0
+        for model in [Model.cc2541, .cc2650] {
+            for profile in SensorProfile.all(for: model) {
+                let declared = profile.fields(settings)
+                guard case .exactly(let length) = profile.dataLength else { continue }
+                for _ in 0..<100 {
+                    let payload = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+                    guard let r = try? profile.decode(payload.span.bytes, settings: settings) else { continue }
+                    try encoder.encode(r, sequence: 1, time: time, into: &buffer)
+                    let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer.bytes)) as? [String: Any])
+                    for (i, field) in r.enumerated() {
+                        guard case .number(let v) = field.value, v.isFinite else { continue }
+                        #expect(field.decimals == declared[i].decimals, "\(model) \(profile.sensor) \(field.name)")
+                        let text = try #require(buffer.text.split(separator: "\"\(field.name)\":").last?.prefix { $0 != "," && $0 != "}" })
+                        let places = text.split(separator: ".").dropFirst().first.map { $0 == "0" ? 0 : $0.count } ?? 0
+                        #expect(places <= Int(field.decimals), "\(profile.sensor).\(field.name) = \(text)")
+                        #expect(abs(Double(String(text))! - v) <= 0.5 * pow(10, -Double(field.decimals)) * (1 + 1e-9), "\(text) for \(v)")
+                        #expect(object[field.name.description] is NSNumber)
+                        checked += 1
+                    }
+                }
+            }
+        }
+        #expect(checked > 2000)
     }
 
     @Test("bit fields are index lists without a unit; NaN and infinities are null; single-letter names work")
@@ -98,10 +163,9 @@ struct EncoderTests {
     @Test("every profile's readings encode to JSON that parses back to the same values")
     func everyProfile() throws {
         var rng = SplitMix64(seed: 7)
-        let encoder = ReadingEncoder(tag: "bench", address: "B0:B4:48:C9:4A:85", model: .cc2650)
+        let encoder = ReadingEncoder(tag: "bench", address: "B0:B4:48:C9:4A:85", model: .cc2650, rounded: false)
         var buffer = encoder.makeBuffer()
-        var settings = SensorSettings()
-        settings.barometerCalibration = .init(c1: 45697, c2: 25592, c3: 48894, c4: 36174, c5: 6985, c6: 1990, c7: -2369, c8: 5542)
+        let settings = Self.calibrated
         var encoded = 0
         for model in [Model.cc2541, .cc2650] {
             for profile in SensorProfile.all(for: model) {
@@ -154,11 +218,11 @@ struct EncoderTests {
         let topics = try Topics(prefix: "home/collectord", client: "pi")
         var t = TagReadings(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2541,
                             sensors: [.humidity, .temperature, .humidity], topics: topics)
-        #expect(t.topics == ["home/collectord/kitchen/humidity", "home/collectord/kitchen/temperature",
-                             "home/collectord/kitchen/humidity"])
+        #expect(t.topics == ["home/collectord/tags/kitchen/humidity", "home/collectord/tags/kitchen/temperature",
+                             "home/collectord/tags/kitchen/humidity"])
         var buffer = t.encoder.makeBuffer()
         let r = reading(.humidity, [Field("temperature", 21.3, .celsius), Field("humidity", 45.2, .percentRH)])
-        #expect(try t.encode(r, index: 0, time: time, into: &buffer) == "home/collectord/kitchen/humidity")
+        #expect(try t.encode(r, index: 0, time: time, into: &buffer) == "home/collectord/tags/kitchen/humidity")
         #expect(buffer.text.contains(#""model":"cc2541","sensor":"humidity","time":"2026-11-22T05:03:07.123Z","seq":0,"#))
         _ = try t.encode(r, index: 0, time: time, into: &buffer)
         #expect(buffer.text.contains(#""seq":1,"#))

@@ -54,7 +54,7 @@ struct PublisherTests {
         let expected = #"{"tag":"kitchen","address":"B0:B4:48:C9:4A:85","model":"cc2650","sensor":"humidity","time":"2026-11-22T05:03:07.123Z","seq":17,"fields":{"temperature":{"value":21.3,"unit":"°C"},"humidity":{"value":45.2,"unit":"%RH"}}}"#
         #expect(subscriber.messages(on: topic).first?.payload == expected)
         #expect(subscriber.messages(on: topic).first?.qos == 1)
-        #expect(subscriber.messages(on: "collectord/test-client/status").map(\.payload) == ["online"])
+        #expect(subscriber.messages(on: "collectord/daemon/test-client/status").map(\.payload) == ["online"])
         #expect(recorder.events == [.connecting(broker.broker), .connected(broker.broker)])
         #expect(publisher.inFlight == 0)
         #expect(recorder.readyCount == 1)
@@ -65,7 +65,7 @@ struct PublisherTests {
         let loop = try EventLoop()
         let broker = try TestBroker("will")
         try broker.start()
-        let statusTopic = "collectord/will-client/status"
+        let statusTopic = "collectord/daemon/will-client/status"
         var publisher: MQTTPublisher? = try MQTTPublisher(configuration: configuration([broker.broker], client: "will-client"), loop: loop)
         publisher?.start()
         #expect(loop.run(until: { publisher?.isConnected == true }, limit: .seconds(5)))
@@ -113,9 +113,9 @@ struct PublisherTests {
         #expect(recorder.events.last == .disconnected(clean: true))
         #expect(recorder.delivered.count == 50)
         #expect(publisher.state == .stopped)
-        #expect(loop.run(until: { subscriber.messages(on: "collectord/bye/status").count == 2 }, limit: .seconds(5)))
+        #expect(loop.run(until: { subscriber.messages(on: "collectord/daemon/bye/status").count == 2 }, limit: .seconds(5)))
         #expect(subscriber.messages(on: "collectord/t/n").count == 50)
-        #expect(subscriber.messages(on: "collectord/bye/status").map(\.payload) == ["online", "offline"])
+        #expect(subscriber.messages(on: "collectord/daemon/bye/status").map(\.payload) == ["online", "offline"])
         #expect(publisher.publish(topic: "collectord/t/n", payload: [1], qos: 1) == .spool(.notConnected))
         // No reconnect after a deliberate disconnect.
         _ = loop.run(until: { false }, limit: .milliseconds(500))
@@ -278,9 +278,9 @@ struct PublisherTests {
         let handshakeWakeups = loop.wakeups - wakeupsBefore
         #expect(handshakeWakeups < 30, "TLS handshake should not spin the loop (\(handshakeWakeups) wakeups)")
         print("TLS: connected after \(handshakeWakeups) loop wakeups")
-        #expect(!publisher.publish(topic: "collectord/kitchen/light", payload: Array("{\"lux\":1}".utf8), qos: 1).mustSpool)
-        #expect(loop.run(until: { subscriber.messages(on: "collectord/kitchen/light").count == 1 }, limit: .seconds(5)))
-        #expect(subscriber.messages(on: "collectord/tls-client/status").map(\.payload) == ["online"])
+        #expect(!publisher.publish(topic: "collectord/tags/kitchen/light", payload: Array("{\"lux\":1}".utf8), qos: 1).mustSpool)
+        #expect(loop.run(until: { subscriber.messages(on: "collectord/tags/kitchen/light").count == 1 }, limit: .seconds(5)))
+        #expect(subscriber.messages(on: "collectord/daemon/tls-client/status").map(\.payload) == ["online"])
         var done = false
         publisher.disconnect { done = true }
         #expect(loop.run(until: { done }, limit: .seconds(3)))

@@ -166,7 +166,7 @@ gatt_show() {
 # --- the daemon (`collectord run`) and what it publishes ---
 
 # daemon_config FILE [MAX_ATTEMPTS [SPOOL]]: the common part of a daemon configuration (adapter
-# hci0, the guest's broker, client id "vm" so status and events are on collectord/vm/…, spool in
+# hci0, the guest's broker, client id "vm" so status and events are on collectord/daemon/vm/…, spool in
 # SPOOL or $OUT/spool, reconnect 500 ms doubling to 4 s, give up after MAX_ATTEMPTS (3), debug
 # log, discovery off). Append [[tag]] sections to FILE (daemon_tag).
 daemon_config() {
@@ -238,16 +238,16 @@ mqtt_split() {
   mkdir -p "$2"
   rm -f "$2"/*.*
   while IFS= read -r line || [ -n "$line" ]; do
-    [[ $line =~ ^[0-9.]+\ collectord/([^/\ ]+)/([^/\ ]+)\ \{ ]] || continue
+    [[ $line =~ ^[0-9.]+\ collectord/tags/([^/\ ]+)/([^/\ ]+)\ \{ ]] || continue
     echo "$line" >> "$2/${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
   done < "$1"
 }
 
-# seq_check FILE TAG SENSOR: the readings on collectord/TAG/SENSOR in FILE (a mqtt_watch log).
+# seq_check FILE TAG SENSOR: the readings on collectord/tags/TAG/SENSOR in FILE (a mqtt_watch log).
 # Sets seq_n (how many), seq_first, seq_last and seq_gaps (the breaks in the sequence, as
 # "a->b" items); returns 1 when there are none or the sequence numbers are not consecutive.
 seq_check() {
-  local line re="^[0-9.]+ collectord/$2/$3 \{.*\"seq\":([0-9]+)" s prev=""
+  local line re="^[0-9.]+ collectord/tags/$2/$3 \{.*\"seq\":([0-9]+)" s prev=""
   seq_n=0 seq_first="" seq_last="" seq_gaps=""
   while IFS= read -r line || [ -n "$line" ]; do
     [[ $line =~ $re ]] || continue
@@ -261,11 +261,11 @@ seq_check() {
   [ "$seq_n" -gt 0 ] && [ -z "$seq_gaps" ]
 }
 
-# field_range FILE TAG SENSOR FIELD MIN MAX: every reading on collectord/TAG/SENSOR has FIELD's
+# field_range FILE TAG SENSOR FIELD MIN MAX: every reading on collectord/tags/TAG/SENSOR has FIELD's
 # value within MIN..MAX (integers; the value's integer part is compared, exponents -> 0).
 # Sets field_bad to the first offending value; returns 1 when one is out of range or none is found.
 field_range() {
-  local line re="^[0-9.]+ collectord/$2/$3 \{.*\"$4\":\{\"value\":(-?)([0-9]+)(\.[0-9]*)?([eE]([-+]?[0-9]+))?" v n=0
+  local line re="^[0-9.]+ collectord/tags/$2/$3 \{.*\"$4\":\{\"value\":(-?)([0-9]+)(\.[0-9]*)?([eE]([-+]?[0-9]+))?" v n=0
   field_bad=""
   while IFS= read -r line || [ -n "$line" ]; do
     [[ $line =~ $re ]] || continue
@@ -334,7 +334,7 @@ plausible() {
 # including the first UNTIL_EVENT. Sets tag_events (" event event …") and tag_event_t (the
 # arrival time of the last one listed).
 tag_events() {
-  local line t re="^([0-9]+)\.([0-9]{6})[0-9]* collectord/vm/events .*\"event\":\"([a-z_]+)\",\"tag\":\"$2\".*\"detail\":\"([^\"]*)\""
+  local line t re="^([0-9]+)\.([0-9]{6})[0-9]* collectord/daemon/vm/events .*\"event\":\"([a-z_]+)\",\"tag\":\"$2\".*\"detail\":\"([^\"]*)\""
   tag_events="" tag_event_t=""
   while IFS= read -r line || [ -n "$line" ]; do
     [[ $line =~ $re ]] || continue
@@ -360,9 +360,9 @@ start_emulators() {
 # plausible values. Sets $stream_summary (" a/humidity:N …").
 check_streams() {
   local m=$1 t s sensors
-  expect "$m" '^[0-9.]+ collectord/vm/status online' "status online"
+  expect "$m" '^[0-9.]+ collectord/daemon/vm/status online' "status online"
   for t in a b; do
-    expect "$m" "^[0-9.]+ collectord/$t/availability online" "$t availability online"
+    expect "$m" "^[0-9.]+ collectord/availability/$t online" "$t availability online"
   done
   mqtt_split "$m" "$OUT/readings"
   stream_summary=""

@@ -341,6 +341,25 @@ class Daemon:
 
 # MARK: - The subscriber
 
+def topic_kind(topic):
+    """What a topic under the one-level prefix "collectord" carries (topic layout v2):
+    "reading" for collectord/tags/<tag>/<sensor>, "availability" for collectord/availability/<tag>,
+    "status", "events" or "stats" for collectord/daemon/<client>/<leaf>; None otherwise."""
+    parts = topic.split("/")
+    if len(parts) == 4 and parts[1] == "tags":
+        return "reading"
+    if len(parts) == 3 and parts[1] == "availability":
+        return "availability"
+    if len(parts) == 4 and parts[1] == "daemon" and parts[3] in ("status", "events", "stats"):
+        return parts[3]
+    return None
+
+
+def reading_key(topic):
+    """"<tag> <sensor>" of a reading's topic, as the sequences file keys it."""
+    return " ".join(topic.split("/")[2:4])
+
+
 class Subscriber:
     """Counts readings per (tag, sensor) topic and checks their sequence numbers: unique ones,
     duplicates (QoS 1 is at least once), and gaps below the highest seen. Also keeps retained
@@ -399,11 +418,10 @@ class Subscriber:
 
     def _record(self, topic, payload):
         now = time.monotonic()
-        parts = topic.split("/")
-        if len(parts) != 3:
+        kind = topic_kind(topic)
+        if kind is None:
             return
-        kind = parts[2]
-        if kind in ("events", "stats", "status", "availability"):
+        if kind != "reading":
             try:
                 value = json.loads(payload) if payload[:1] == b"{" else payload.decode()
             except ValueError:
@@ -579,12 +597,12 @@ class RunSubscriber(Subscriber):
         return self._second[1] + int(text[20:23]) / 1000
 
     def _record(self, topic, payload):
-        parts = topic.split("/")
-        if len(parts) != 3:
+        kind = topic_kind(topic)
+        if kind is None:
             return
-        if parts[2] in ("events", "stats", "status", "availability"):
+        if kind != "reading":
             super()._record(topic, payload)
-            if parts[2] == "stats" and isinstance(self.stats, dict):
+            if kind == "stats" and isinstance(self.stats, dict):
                 with self.lock:
                     s = self.stats
                     at = self._time(s.get("time", "")) if s.get("time") else time.time()
@@ -607,7 +625,7 @@ class RunSubscriber(Subscriber):
                 r[2] = max(r[2], at)
             else:
                 self.duplicates += 1
-            key = (parts[1], inc)
+            key = (topic.split("/")[2], inc)  # the tag
             if at > self.tag_latest.get(key, 0):
                 self.tag_latest[key] = at
             if self.first_reading_at is None:

@@ -210,10 +210,10 @@ def startup(args):
         wait_streaming(sub, args.tags * PERIODIC)
         with sub.lock:
             connected = next(t for t, topic, p in sub.events if topic.endswith("/status") and p == "online")
-            online = sorted(t for t, topic, p in sub.events if topic.endswith("/availability") and p == "online")
+            online = sorted(t for t, topic, p in sub.events if bl.topic_kind(topic) == "availability" and p == "online")
             first_per_tag = {}
             for topic, t in sub.first_reading_per_topic.items():
-                tag = topic.split("/")[1]
+                tag = topic.split("/")[2]
                 first_per_tag[tag] = min(t, first_per_tag.get(tag, t))
         runs.append({"mqtt_connected_ms": 1e3 * (connected - t0), "first_tag_streaming_ms": 1e3 * (online[0] - t0),
                      "first_reading_ms": 1e3 * (sub.first_reading_at - t0),
@@ -236,7 +236,7 @@ def reconnect(args):
 
     # Arrival of every reading, by tag (the subscriber's own books keep only the first per topic).
     arrivals = []
-    rig.sub.on_reading = lambda at, topic: arrivals.append((at, topic.split("/")[1]))
+    rig.sub.on_reading = lambda at, topic: arrivals.append((at, topic.split("/")[2]))
 
     def back_after(t):
         """Per tag: the first reading after its availability went online again after t (so a
@@ -244,8 +244,8 @@ def reconnect(args):
         with rig.sub.lock:
             online = {}
             for at, topic, payload in rig.sub.events:
-                tag = topic.split("/")[1]
-                if at > t and topic.endswith("/availability") and payload == "online" and tag not in online:
+                tag = topic.split("/")[2]
+                if at > t and bl.topic_kind(topic) == "availability" and payload == "online" and tag not in online:
                     online[tag] = at
         first = {}
         for at, tag in list(arrivals):

@@ -272,7 +272,7 @@ def main():
         seqs = incarnations[i - 1].get("sequences")
         if seqs is None:
             return None
-        return seqs[1].get(" ".join(topic.split("/")[1:3]), 0)
+        return seqs[1].get(bl.reading_key(topic), 0)
 
     def last_numbered():
         snap = sub.snapshot()
@@ -383,7 +383,7 @@ def main():
                                         f"({top} delivered, next run from {nxt[0]})")
         # Tails, per kill, for this topic. Report-on-change sensors (battery, keys) publish when
         # their value changes (and once after setup), not at an interval: no tail to measure.
-        tag = topic.split("/")[1]
+        tag = topic.split("/")[2]
         if topic.split("/")[-1] in ("battery", "keys"):
             continue
         for i, report in kill_reports.items():

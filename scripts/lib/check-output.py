@@ -122,9 +122,10 @@ def readings(path, tags):
     for line in open(path, encoding="utf-8", errors="replace"):
         topic, _, payload = line.rstrip("\n").partition(" ")
         level = topic.split("/")
-        if len(level) != 3 or level[1] not in tags or level[2] not in ROOM:
+        # collectord/tags/<tag>/<sensor> (topic layout v2)
+        if len(level) != 4 or level[1] != "tags" or level[2] not in tags or level[3] not in ROOM:
             continue
-        tag, sensor = level[1], level[2]
+        tag, sensor = level[2], level[3]
         try:
             reading = json.loads(payload)
         except ValueError:

@@ -187,7 +187,7 @@ func check() -> Bool {
         var problems: [String] = []
         if let p = r.problems() { problems.append(p) }
         if !subscriber.waitForExit() { problems.append("the subscriber did not get \(n) messages within 20 s") }
-        let messages = subscriber.output.split(separator: "\n").filter { $0.hasPrefix("collectord/bench/") }
+        let messages = subscriber.output.split(separator: "\n").filter { $0.hasPrefix("collectord/tags/bench/") }
         let onTopic = messages.filter { $0.hasPrefix(r.topic + " {") }
         let sequences = onTopic.compactMap { sequence(in: $0) }
         if messages.count != n || onTopic.count != n { problems.append("subscriber received \(messages.count) messages, \(onTopic.count) on \(r.topic)") }

@@ -29,6 +29,7 @@
 // its real rates, where every PUBACK comes back long before the next notification.
 
 import Acquisition
+import Model
 import Configuration
 import NotificationRig
 import Profiles
@@ -126,6 +127,10 @@ public final class PublishRig {
         configuration.mqtt.clientID = clientID
         configuration.spool.path = spoolDirectory
         configuration.homeAssistant.discovery = false
+        // COLLECTORD_BENCH_PAYLOAD=flat measures the flat payload (the default is the detailed one).
+        if let name = getenv("COLLECTORD_BENCH_PAYLOAD"), let format = PayloadFormat(rawValue: String(cString: name)) {
+            configuration.mqtt.payload = format
+        }
         let events = EventTranscript()
         // The synchronised clock's payloads (no "time_synced":false), whatever this machine's NTP says.
         publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "benchmark", clock: { true }) { level, message in
@@ -179,7 +184,7 @@ public final class PublishRig {
         guard publication.readingsPublished == 1, publication.rejected + publication.outbox.rejected == 0 else {
             throw failure("\(publication.readingsPublished) readings encoded, \(publication.rejected + publication.outbox.rejected) rejected")
         }
-        topic = publication.publisher.topics.prefix + "/" + notification.supervisor.tag.name + "/" + c.notification.sensor.rawValue
+        topic = publication.publisher.topics.reading(tag: notification.supervisor.tag.name, sensor: c.notification.sensor)
         samplePayload = try Self.payload(of: c, readings: publication.tags[tag.name]!.readings, reading: notification.counter.last)
         handedOffBefore = publication.publisher.statistics.handedOff
         deliveredBefore = publication.publisher.statistics.delivered

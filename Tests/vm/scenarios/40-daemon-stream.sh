@@ -20,9 +20,9 @@ start_emulators
 t_run=${EPOCHREALTIME/./}
 start daemon "$COLLECTORD" run --config "$CONF"
 for t in a b; do
-  wait_for "$OUT/mqtt.log" "collectord/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\"" 40 \
+  wait_for "$OUT/mqtt.log" "collectord/daemon/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\"" 40 \
     || { mqtt_show "$OUT/mqtt.log"; fail "tag $t not ready 40 s after the daemon started"; }
-  mqtt_first "$OUT/mqtt.log" "collectord/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\""
+  mqtt_first "$OUT/mqtt.log" "collectord/daemon/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\""
   log "tag $t ready $(ms_between $t_run $mqtt_t) ms after the daemon started"
 done
 
@@ -30,7 +30,7 @@ done
 for t in a b; do
   if [ $t = a ]; then sensors=("${A_SENSORS[@]}"); else sensors=("${B_SENSORS[@]}"); fi
   for s in "${sensors[@]}"; do
-    wait_count "$OUT/mqtt.log" "^[0-9.]+ collectord/$t/$s \{" 4 30 \
+    wait_count "$OUT/mqtt.log" "^[0-9.]+ collectord/tags/$t/$s \{" 4 30 \
       || { mqtt_show "$OUT/mqtt.log"; fail "fewer than 4 readings of $t/$s"; }
   done
 done
@@ -42,7 +42,7 @@ stop mqtt
 
 check_streams "$OUT/mqtt.log"
 for t in a b; do
-  expect "$OUT/mqtt.log" "collectord/vm/events \{.*\"event\":\"connected\",\"tag\":\"$t\"" "$t connected event"
+  expect "$OUT/mqtt.log" "collectord/daemon/vm/events \{.*\"event\":\"connected\",\"tag\":\"$t\"" "$t connected event"
 done
 log "readings (seq 0..n-1, values plausible):$stream_summary"
 if matches "$OUT/mqtt.log" '"event":"(disconnected|timeout|give_up)"' \

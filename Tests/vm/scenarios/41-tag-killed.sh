@@ -11,7 +11,7 @@
 . "$VM_LIB"
 CONF=$OUT/collectord.conf
 M=$OUT/mqtt.log
-ev() { echo "collectord/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
+ev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
 
 mqtt_watch mqtt || fail "mosquitto_sub did not subscribe"
 daemon_config "$CONF"
@@ -23,14 +23,14 @@ start daemon "$COLLECTORD" run --config "$CONF"
 for t in a b; do
   wait_for "$M" "$(ev ready $t)" 40 || { mqtt_show "$M"; fail "tag $t not ready"; }
 done
-wait_count "$M" '^[0-9.]+ collectord/a/humidity \{' 4 20 || { mqtt_show "$M"; fail "a is not streaming"; }
+wait_count "$M" '^[0-9.]+ collectord/tags/a/humidity \{' 4 20 || { mqtt_show "$M"; fail "a is not streaming"; }
 log "both tags streaming"
 
 # Kill a's emulator.
-offline_re='^[0-9.]+ collectord/a/availability offline'
+offline_re='^[0-9.]+ collectord/availability/a offline'
 off0=$(count "$M" "$offline_re")
-disc_re='collectord/vm/events \{.*"event":"(disconnected|forced_disconnect|timeout)","tag":"a"'
-a_before=$(count "$M" '^[0-9.]+ collectord/a/humidity \{')
+disc_re='collectord/daemon/vm/events \{.*"event":"(disconnected|forced_disconnect|timeout)","tag":"a"'
+a_before=$(count "$M" '^[0-9.]+ collectord/tags/a/humidity \{')
 t_kill=${EPOCHREALTIME/./}
 kill -KILL "$(< "$OUT/emulate-a.pid")"
 log "killed a's emulator after $a_before humidity readings"
@@ -41,7 +41,7 @@ wait_for "$M" "$disc_re" 10 || { mqtt_show "$M"; fail "no disconnected/forced_di
 mqtt_first "$M" "$disc_re"; t_disc=$mqtt_t
 [[ $mqtt_line =~ \"event\":\"([a-z_]+)\".*\"detail\":\"([^\"]*)\" ]]
 log "event ${BASH_REMATCH[1]} ($(ms_between $t_kill $t_disc) ms after the kill): ${BASH_REMATCH[2]}"
-a_during=$(count "$M" '^[0-9.]+ collectord/a/humidity \{')
+a_during=$(count "$M" '^[0-9.]+ collectord/tags/a/humidity \{')
 
 # Give the daemon one backoff step, then bring the tag back.
 nap 1
@@ -56,15 +56,15 @@ log "a ready again $(ms_between $t_restart $t_ready) ms after its emulator was r
 [ "$(ms_between $t_restart $t_ready)" -le 12000 ] || fail "a ready again more than 12 s after its emulator restarted (backoff cap 4 s, connect timeout 10 s)"
 log "a's events since the kill:"
 tag_events "$M" a "$t_kill" ready
-wait_count "$M" '^[0-9.]+ collectord/a/humidity \{' $((a_during + 4)) 20 || { mqtt_show "$M"; fail "a's readings did not resume"; }
-wait_count "$M" '^[0-9.]+ collectord/a/temperature \{' $(( $(count "$M" '^[0-9.]+ collectord/a/temperature \{') + 2 )) 10 || true
+wait_count "$M" '^[0-9.]+ collectord/tags/a/humidity \{' $((a_during + 4)) 20 || { mqtt_show "$M"; fail "a's readings did not resume"; }
+wait_count "$M" '^[0-9.]+ collectord/tags/a/temperature \{' $(( $(count "$M" '^[0-9.]+ collectord/tags/a/temperature \{') + 2 )) 10 || true
 running daemon || fail "the daemon died"
 stop daemon
 nap 0.5
 stop mqtt
 
-expect "$M" '^[0-9.]+ collectord/a/availability online' "a availability online"
-n_online=$(count "$M" '^[0-9.]+ collectord/a/availability online')
+expect "$M" '^[0-9.]+ collectord/availability/a online' "a availability online"
+n_online=$(count "$M" '^[0-9.]+ collectord/availability/a online')
 [ "$n_online" -ge 2 ] || fail "a's availability did not go online again ($n_online online messages)"
 mqtt_split "$M" "$OUT/readings"
 # Readings: consecutive sequence numbers across the outage, and b undisturbed.
@@ -84,7 +84,7 @@ longest() {  # FILE TOPIC -> the longest time between two messages on TOPIC, ms
   done < "$1"
   echo $max
 }
-a_gap=$(longest "$OUT/readings/a.humidity" collectord/a/humidity) b_gap=$(longest "$OUT/readings/b.humidity" collectord/b/humidity)
+a_gap=$(longest "$OUT/readings/a.humidity" collectord/tags/a/humidity) b_gap=$(longest "$OUT/readings/b.humidity" collectord/tags/b/humidity)
 log "longest silence: a/humidity $a_gap ms (the outage), b/humidity $b_gap ms"
 [ "$b_gap" -lt 3000 ] || fail "b stopped for $b_gap ms while a was away"
 pass "offline $(ms_between $t_kill $t_offline) ms after the kill, ready $(ms_between $t_restart $t_ready) ms after the restart, seq continued"

@@ -9,7 +9,7 @@
 . "$VM_LIB"
 CONF=$OUT/collectord.conf
 M=$OUT/mqtt.log
-ev() { echo "collectord/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
+ev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
 event_time() {  # EVENT TAG [N] -> log line with the time since the kill; sets t_ev
   mqtt_first "$M" "$(ev "$1" "$2")" "${3:-1}" || return 1
   t_ev=$mqtt_t
@@ -28,7 +28,7 @@ start daemon "$COLLECTORD" run --config "$CONF"
 for t in a b; do
   wait_for "$M" "$(ev ready $t)" 40 || { mqtt_show "$M"; fail "tag $t not ready"; }
 done
-wait_count "$M" '^[0-9.]+ collectord/a/humidity \{' 3 20 || { mqtt_show "$M"; fail "a is not streaming"; }
+wait_count "$M" '^[0-9.]+ collectord/tags/a/humidity \{' 3 20 || { mqtt_show "$M"; fail "a is not streaming"; }
 
 t_kill=${EPOCHREALTIME/./}
 kill -KILL "$(< "$OUT/emulate-a.pid")"
@@ -46,7 +46,7 @@ mqtt_first "$M" "$(ev give_up a)"
 # The daemon now waits for an advertisement. Nothing happens until the tag advertises.
 nap 2
 matches "$M" "$(ev advertisement_seen a)" && fail "advertisement_seen before the tag advertised"
-b_mid=$(count "$M" '^[0-9.]+ collectord/b/humidity \{')
+b_mid=$(count "$M" '^[0-9.]+ collectord/tags/b/humidity \{')
 t_restart=${EPOCHREALTIME/./}
 start emulate-a2 "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
 wait_for "$OUT/emulate-a2.log" 'advertising on hci1' 15 || fail "the new cc2650 emulator did not advertise"
@@ -68,8 +68,8 @@ wait_count "$M" "$(ev ready a)" 2 20 || { mqtt_show "$M"; fail "a not ready agai
 event_time ready a 2; t_ready=$t_ev
 [ "$t_seen" -le "$t_ready" ] || fail "ready before advertisement_seen"
 log "advertisement_seen $(ms_between $t_restart $t_seen) ms after the emulator restarted, ready $(ms_between $t_seen $t_ready) ms after that"
-n_a=$(count "$M" '^[0-9.]+ collectord/a/humidity \{')
-wait_count "$M" '^[0-9.]+ collectord/a/humidity \{' $((n_a + 3)) 15 || { mqtt_show "$M"; fail "a's readings did not resume"; }
+n_a=$(count "$M" '^[0-9.]+ collectord/tags/a/humidity \{')
+wait_count "$M" '^[0-9.]+ collectord/tags/a/humidity \{' $((n_a + 3)) 15 || { mqtt_show "$M"; fail "a's readings did not resume"; }
 running daemon || fail "the daemon died"
 stop daemon
 nap 0.5
@@ -80,5 +80,5 @@ for ts in a.humidity b.humidity; do
   seq_check "$OUT/readings/$ts" "${ts%.*}" "${ts#*.}" || fail "$ts: sequence numbers not consecutive:$seq_gaps"
   log "$ts: $seq_n readings, seq $seq_first..$seq_last, no gap"
 done
-[ "$(count "$M" '^[0-9.]+ collectord/b/humidity \{')" -gt "$b_mid" ] || fail "b stopped streaming"
+[ "$(count "$M" '^[0-9.]+ collectord/tags/b/humidity \{')" -gt "$b_mid" ] || fail "b stopped streaming"
 pass "give_up $(ms_between $t_kill $t_giveup) ms after the kill; advertisement_seen $(ms_between $t_restart $t_seen) ms after the restart; ready $(ms_between $t_seen $t_ready) ms later"

@@ -45,15 +45,15 @@ log "daemon process: name $name, uid $uid, CapEff $capeff"
 [ "$capeff" = 0000000000002000 ] || fail "effective capabilities $capeff, expected 0000000000002000 (net_raw)"
 
 for t in a b; do
-  wait_for "$M" "collectord/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\"" 40 \
+  wait_for "$M" "collectord/daemon/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\"" 40 \
     || { echo "--- daemon log"; cat "$OUT/daemon.log"; mqtt_show "$M"; fail "tag $t not ready 40 s after the daemon started"; }
-  mqtt_first "$M" "collectord/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\""
+  mqtt_first "$M" "collectord/daemon/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\""
   log "tag $t ready $(ms_between $t_run $mqtt_t) ms after the daemon started"
 done
 for t in a b; do
   if [ $t = a ]; then sensors=("${A_SENSORS[@]}"); else sensors=("${B_SENSORS[@]}"); fi
   for s in "${sensors[@]}"; do
-    wait_count "$M" "^[0-9.]+ collectord/$t/$s \{" 3 30 || { mqtt_show "$M"; fail "fewer than 3 readings of $t/$s"; }
+    wait_count "$M" "^[0-9.]+ collectord/tags/$t/$s \{" 3 30 || { mqtt_show "$M"; fail "fewer than 3 readings of $t/$s"; }
   done
 done
 log "3 readings of every sensor of both tags"

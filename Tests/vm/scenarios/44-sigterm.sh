@@ -2,13 +2,13 @@
 # SIGTERM stops the daemon cleanly: forced_disconnect for both tags, availability and status offline within 2 s, exit 0.
 # vm-timeout: 90
 # collectord run with a CC2650 "a" (hci1) and a CC2541 "b" (hci2), both streaming, gets SIGTERM.
-# Measured from the signal: the retained collectord/vm/status "offline" at the broker (must be
+# Measured from the signal: the retained collectord/daemon/vm/status "offline" at the broker (must be
 # within 2 s), both tags' availability offline and forced_disconnect events, the daemon's exit
 # (status 0), and the emulated tags seeing their links go down.
 . "$VM_LIB"
 CONF=$OUT/collectord.conf
 M=$OUT/mqtt.log
-ev() { echo "collectord/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
+ev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
 
 mqtt_watch mqtt || fail "mosquitto_sub did not subscribe"
 daemon_config "$CONF"
@@ -21,14 +21,14 @@ pid=$(< "$OUT/daemon.pid")
 for t in a b; do
   wait_for "$M" "$(ev ready $t)" 40 || { mqtt_show "$M"; fail "tag $t not ready"; }
 done
-wait_count "$M" '^[0-9.]+ collectord/a/humidity \{' 3 20 || { mqtt_show "$M"; fail "a is not streaming"; }
-wait_count "$M" '^[0-9.]+ collectord/b/humidity \{' 3 20 || { mqtt_show "$M"; fail "b is not streaming"; }
-expect "$M" '^[0-9.]+ collectord/vm/status online' "status online"
+wait_count "$M" '^[0-9.]+ collectord/tags/a/humidity \{' 3 20 || { mqtt_show "$M"; fail "a is not streaming"; }
+wait_count "$M" '^[0-9.]+ collectord/tags/b/humidity \{' 3 20 || { mqtt_show "$M"; fail "b is not streaming"; }
+expect "$M" '^[0-9.]+ collectord/daemon/vm/status online' "status online"
 
-st_re='^[0-9.]+ collectord/vm/status offline'
+st_re='^[0-9.]+ collectord/daemon/vm/status offline'
 st0=$(count "$M" "$st_re")
-av0a=$(count "$M" '^[0-9.]+ collectord/a/availability offline')
-av0b=$(count "$M" '^[0-9.]+ collectord/b/availability offline')
+av0a=$(count "$M" '^[0-9.]+ collectord/availability/a offline')
+av0b=$(count "$M" '^[0-9.]+ collectord/availability/b offline')
 t_term=${EPOCHREALTIME/./}
 kill -TERM "$pid"
 log "SIGTERM to the daemon (pid $pid)"
@@ -47,8 +47,8 @@ rc=0; wait "$pid" || rc=$?
 stop mqtt
 ms() { [ -n "$1" ] && echo "$(ms_between $t_term $1) ms" || echo "not within 10 s"; }
 mqtt_first "$M" "$st_re" $((st0 + 1)) && t_status=$mqtt_t || t_status=""
-mqtt_first "$M" '^[0-9.]+ collectord/a/availability offline' $((av0a + 1)) && t_ava=$mqtt_t || t_ava=""
-mqtt_first "$M" '^[0-9.]+ collectord/b/availability offline' $((av0b + 1)) && t_avb=$mqtt_t || t_avb=""
+mqtt_first "$M" '^[0-9.]+ collectord/availability/a offline' $((av0a + 1)) && t_ava=$mqtt_t || t_ava=""
+mqtt_first "$M" '^[0-9.]+ collectord/availability/b offline' $((av0b + 1)) && t_avb=$mqtt_t || t_avb=""
 mqtt_first "$M" "$(ev forced_disconnect a)" && t_fa=$mqtt_t || t_fa=""
 mqtt_first "$M" "$(ev forced_disconnect b)" && t_fb=$mqtt_t || t_fb=""
 log "after SIGTERM: a availability offline $(ms "$t_ava"), b $(ms "$t_avb"); forced_disconnect a $(ms "$t_fa"), b $(ms "$t_fb")"

@@ -19,16 +19,16 @@ start_emulators
 
 start daemon "$COLLECTORD" run --config "$CONF"
 for t in a b; do
-  wait_for "$OUT/mqtt.log" "collectord/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\"" 40 \
+  wait_for "$OUT/mqtt.log" "collectord/daemon/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\"" 40 \
     || { mqtt_show "$OUT/mqtt.log"; fail "tag $t not ready 40 s after the daemon started"; }
 done
-mqtt_first "$OUT/mqtt.log" "collectord/vm/events \{.*\"event\":\"ready\",\"tag\":\"a\""
+mqtt_first "$OUT/mqtt.log" "collectord/daemon/vm/events \{.*\"event\":\"ready\",\"tag\":\"a\""
 t_ready=$mqtt_t
-wait_for "$OUT/mqtt.log" '^[0-9.]+ collectord/a/battery \{' 5 \
+wait_for "$OUT/mqtt.log" '^[0-9.]+ collectord/tags/a/battery \{' 5 \
   || { mqtt_show "$OUT/mqtt.log"; fail "no battery level within 5 s of tag a being ready"; }
-mqtt_first "$OUT/mqtt.log" '^[0-9.]+ collectord/a/battery \{'
+mqtt_first "$OUT/mqtt.log" '^[0-9.]+ collectord/tags/a/battery \{'
 log "battery level published $(ms_between $t_ready $mqtt_t) ms after tag a was ready (it is read during setup, so it may come first)"
-expect "$OUT/mqtt.log" 'collectord/a/battery \{.*"level":\{"value":[0-9]' "a battery level value"
+expect "$OUT/mqtt.log" 'collectord/tags/a/battery \{.*"level":\{"value":[0-9]' "a battery level value"
 
 # The keys-only tag: 20 s without a notification must not drop it (the window was 4 s).
 t0=${EPOCHREALTIME/./}

@@ -53,13 +53,13 @@ wait_for "$OUT/emulate-b.log" 'advertising on hci2' 15 || fail "declared emulato
 
 start daemon "$COLLECTORD" run --config "$CONF"
 for t in a b; do
-  wait_for "$OUT/mqtt.log" "collectord/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\"" 40 \
+  wait_for "$OUT/mqtt.log" "collectord/daemon/vm/events \{.*\"event\":\"ready\",\"tag\":\"$t\"" 40 \
     || { cat "$OUT/daemon.log"; mqtt_show "$OUT/mqtt.log"; fail "tag $t not ready 40 s after the daemon started"; }
 done
 for ts in a/temperature a/humidity a/pressure a/heart_rate b/climate b/gas; do
-  wait_count "$OUT/mqtt.log" "^[0-9.]+ collectord/$ts \{" 3 30 || { mqtt_show "$OUT/mqtt.log"; fail "fewer than 3 readings of $ts"; }
+  wait_count "$OUT/mqtt.log" "^[0-9.]+ collectord/tags/$ts \{" 3 30 || { mqtt_show "$OUT/mqtt.log"; fail "fewer than 3 readings of $ts"; }
 done
-wait_for "$OUT/mqtt.log" '^[0-9.]+ collectord/a/battery \{' 10 || fail "no battery level from the standard device"
+wait_for "$OUT/mqtt.log" '^[0-9.]+ collectord/tags/a/battery \{' 10 || fail "no battery level from the standard device"
 running daemon || fail "the daemon died"
 stop daemon
 nap 0.3
@@ -71,10 +71,10 @@ for ts in a.temperature a.humidity a.pressure a.heart_rate b.climate b.gas; do
   seq_check "$OUT/readings/$ts" "${ts%%.*}" "${ts#*.}" || fail "$ts: sequence numbers not consecutive:$seq_gaps"
   summary+=" ${ts/./\/}:$seq_n"
 done
-expect "$OUT/mqtt.log" 'collectord/a/pressure \{.*"pressure":\{"value":(9[0-9][0-9]|10[0-9][0-9])\.' "a pressure in hPa"
-expect "$OUT/mqtt.log" 'collectord/a/heart_rate \{.*"heart_rate":\{"value":[6-8][0-9]\.0,"unit":"bpm"' "a heart rate in bpm"
-expect "$OUT/mqtt.log" 'collectord/b/climate \{.*"temperature":\{"value":-?[0-9]+\.[0-9]+\},"humidity":\{"value":[0-9]+\.[0-9]+\}' "b climate fields"
-expect "$OUT/mqtt.log" 'collectord/b/gas \{.*"ppm":\{"value":[0-9]+\.0\},"quality":\{"value":[0-9]+\.0\}' "b gas fields"
-if matches "$OUT/mqtt.log" 'collectord/a/elevation '; then fail "a reading of a characteristic the device does not have"; fi
+expect "$OUT/mqtt.log" 'collectord/tags/a/pressure \{.*"pressure":\{"value":(9[0-9][0-9]|10[0-9][0-9])\.' "a pressure in hPa"
+expect "$OUT/mqtt.log" 'collectord/tags/a/heart_rate \{.*"heart_rate":\{"value":[6-8][0-9]\.0,"unit":"bpm"' "a heart rate in bpm"
+expect "$OUT/mqtt.log" 'collectord/tags/b/climate \{.*"temperature":\{"value":-?[0-9]+\.[0-9]+\},"humidity":\{"value":[0-9]+\.[0-9]+\}' "b climate fields"
+expect "$OUT/mqtt.log" 'collectord/tags/b/gas \{.*"ppm":\{"value":[0-9]+\.0\},"quality":\{"value":[0-9]+\.0\}' "b gas fields"
+if matches "$OUT/mqtt.log" 'collectord/tags/a/elevation '; then fail "a reading of a characteristic the device does not have"; fi
 if matches "$OUT/daemon.log" '<3>'; then cat "$OUT/daemon.log"; fail "errors in the daemon's log"; fi
 pass "standard and declared devices over the kernel's L2CAP:$summary"
