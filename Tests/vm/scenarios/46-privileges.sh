@@ -49,7 +49,7 @@ readings_between() {  # FILE FROM_US TO_US: tag a's readings that arrived in [FR
 
 wait_readings() {  # FILE SENSOR N SECONDS: until tag a's SENSOR has N readings in FILE
   local end=$(( ${EPOCHREALTIME/./} + $4 * 1000000 ))
-  until [ "$(grep -c "^[0-9.]* collectord/a/$2 {" "$1")" -ge "$3" ]; do
+  until [ "$(grep -c "^[0-9.]* collectord/tags/a/$2 {" "$1")" -ge "$3" ]; do
     [ "${EPOCHREALTIME/./}" -lt $end ] || return 1
     nap 0.5
   done
@@ -57,7 +57,7 @@ wait_readings() {  # FILE SENSOR N SECONDS: until tag a's SENSOR has N readings 
 
 stat_sum() {  # FILE KEY: the sum of KEY's values in the last stats message of FILE
   local line n=0 rest
-  line=$(grep '^[0-9.]* collectord/vm/stats ' "$1" | tail -n 1)
+  line=$(grep '^[0-9.]* collectord/daemon/vm/stats ' "$1" | tail -n 1)
   rest=$line
   while [[ $rest =~ \"$2\":([0-9]+)(.*)$ ]]; do n=$((n + BASH_REMATCH[1])); rest=${BASH_REMATCH[2]}; done
   echo "$n"
@@ -114,7 +114,7 @@ run_case() {
 
   # The adapter coming up is seen only through HCI events, which need CAP_NET_RAW.
   local ready=0
-  wait_for "$m" 'collectord/vm/events \{.*"event":"ready","tag":"a"' 30 && ready=1
+  wait_for "$m" 'collectord/daemon/vm/events \{.*"event":"ready","tag":"a"' 30 && ready=1
   if [ $has_raw -eq 0 ]; then
     [ $ready -eq 0 ] || fail "$name: streamed without CAP_NET_RAW although started with the adapter down"
     log "$name: not streaming 30 s after hci0 came up (the adapter event never reached it)"
@@ -124,7 +124,7 @@ run_case() {
     return 0
   fi
   [ $ready -eq 1 ] || { cat "$log_"; mqtt_show "$m"; fail "$name: tag a not ready 30 s after hci0 came up"; }
-  mqtt_first "$m" 'collectord/vm/events \{.*"event":"ready","tag":"a"'
+  mqtt_first "$m" 'collectord/daemon/vm/events \{.*"event":"ready","tag":"a"'
   log "$name: tag a ready $(ms_between $t_up $mqtt_t) ms after hci0 came up"
 
   # The stall. What the daemon took, rate-limited and saw dropped comes from its stats (every
