@@ -134,6 +134,8 @@ public final class SensorTagSession {
     /// The sensors set up to stream on this link: the configured sensor's index and the value
     /// handle its readings come from (the only handle a reading of it is taken from).
     var setUpSensors: [(sensor: Int, dataHandle: UInt16)] { active.map { ($0.index, $0.dataHandle) } }
+    /// The configured sensors this link streams (what a generic device turned out to offer).
+    public var streamingSensors: [Sensor] { active.map { tag.sensors[$0.index].sensor } }
 
     public init(tag: TagConfiguration, bearer: ATTBearer, loop: EventLoop, cache: HandleCache,
                 sink: ReadingSink, counters: [SensorCounters]? = nil) {
@@ -261,12 +263,14 @@ public final class SensorTagSession {
         guard !ended else { return }
         guard index < tag.sensors.count else { return ready() }
         let wanted = tag.sensors[index]
-        guard let model, let profile = SensorProfile.lookup(model, wanted.sensor) else {
+        guard let model, let profile = tag.sensorProfile(wanted.sensor, model: model) else {
             log(.error, "\(wanted.sensor): a \(model?.description ?? "?") has no such sensor; skipped")
             return setUp(index + 1)
         }
         guard let db = database, let data = db.characteristic(profile.data, in: profile.service.uuid) else {
-            log(.error, "\(wanted.sensor): data characteristic \(profile.data) not found; skipped")
+            // A standard device offers whichever of the SIG's characteristics it has: one it lacks
+            // is not a fault.
+            log(model.isSensorTag ? .error : .info, "\(wanted.sensor): data characteristic \(profile.data) not found; skipped")
             return setUp(index + 1)
         }
         var settings = SensorSettings(tmp006S0: tag.tmp006S0, magnetometerScale: tag.magnetometerScale)
@@ -315,7 +319,17 @@ public final class SensorTagSession {
                 }))
             }
         }
-        if let periodHandle = handle(profile.period), let limits = profile.periodLimits, let ms = wanted.periodMilliseconds {
+        if let declared = profile.declared {
+            // A declared characteristic's own writes: its enable bytes, and its period as its
+            // encoding says (the configuration checked the period against it).
+            if let enable = declared.enable, let h = handle(enable.uuid) {
+                steps.append(("enable \(Hex.bytes(enable.bytes))", { done in self.client.write(h, enable.bytes, done) }))
+            }
+            if let period = declared.period, let h = handle(period.uuid), let ms = wanted.periodMilliseconds, declared.notifies {
+                let bytes = period.encoding.bytes(milliseconds: ms)
+                steps.append(("period \(ms) ms", { done in self.client.write(h, bytes, done) }))
+            }
+        } else if let periodHandle = handle(profile.period), let limits = profile.periodLimits, let ms = wanted.periodMilliseconds {
             do {
                 let byte = try limits.encode(milliseconds: ms)
                 steps.append(("period \(ms) ms", { done in self.client.write(periodHandle, [byte], done) }))
@@ -326,13 +340,19 @@ public final class SensorTagSession {
         } else if wanted.periodMilliseconds != nil && profile.period != nil {
             log(.warning, "\(wanted.sensor): this firmware has no period characteristic; the tag keeps its fixed period")
         }
-        if profile.notifies {
+        // A standard or declared characteristic that cannot notify is read at the sensor's period.
+        let polled = profile.pollable && data.properties.contains(.read)
+            && (profile.declared?.notifies == false || !data.properties.contains(.notify) && !data.properties.contains(.indicate))
+        if profile.notifies && !polled {
             guard let cccd = data.cccd else {
                 log(.error, "\(wanted.sensor): no CCCD on \(profile.data); skipped")
                 return setUp(index + 1)
             }
+            // Notifications when the characteristic offers them, else indications (confirmed by
+            // the bearer).
+            let value: UInt16 = data.properties.contains(.notify) ? ClientConfiguration.notify : ClientConfiguration.indicate
             steps.append(("subscribe", { done in
-                self.client.write(cccd, [UInt8(ClientConfiguration.notify & 0xFF), UInt8(ClientConfiguration.notify >> 8)], done)
+                self.client.write(cccd, [UInt8(value & 0xFF), UInt8(value >> 8)], done)
             }))
         }
 
@@ -340,6 +360,13 @@ public final class SensorTagSession {
             guard let self else { return }
             guard ok else { return self.setUp(index + 1) }
             self.setUpCount += 1
+            if polled {
+                sensor.periodMilliseconds = wanted.periodMilliseconds ?? SensorProfile.defaultPollMilliseconds
+                self.active.append(sensor)
+                self.polls.append(Poll(handle: data.valueHandle, period: .milliseconds(sensor.periodMilliseconds)))
+                self.log(.debug, "\(wanted.sensor): read every \(sensor.periodMilliseconds) ms (the device does not notify it)")
+                return self.setUp(index + 1)
+            }
             guard profile.notifies else { return self.setUp(index + 1) }
             self.active.append(sensor)
             // A report-on-change value (battery level, keys) is notified only when it changes: read
@@ -397,7 +424,42 @@ public final class SensorTagSession {
         isReady = true
         lastNotification = loop.now
         armWatchdog()
+        for i in polls.indices { schedulePoll(i, at: loop.now) }
         delegate?.sessionReady(self)
+    }
+
+    // MARK: Polling
+
+    /// A characteristic read at a period because its device cannot notify it (the first read is
+    /// immediate). One read in flight per poll; a slow answer delays the next, never stacks reads.
+    struct Poll {
+        let handle: UInt16
+        let period: Duration
+        var timer: TimerID?
+    }
+    private var polls: [Poll] = []
+
+    private func schedulePoll(_ i: Int, at deadline: Instant) {
+        polls[i].timer = loop.schedule(at: deadline) { [weak self] in self?.poll(i, due: deadline) }
+    }
+
+    private func poll(_ i: Int, due: Instant) {
+        guard !ended else { return }
+        polls[i].timer = nil
+        client.read(polls[i].handle) { [weak self] result in
+            guard let self, !self.ended else { return }
+            switch result {
+            case .success(let bytes):
+                bytes.withUnsafeBytes { raw in self.deliver(self.polls[i].handle, RawSpan(_unsafeBytes: raw)) }
+            case .failure(let e) where e == .att(.timeout) || e == .att(.disconnected):
+                return self.fail("periodic read", e)
+            case .failure(let e):
+                self.log(.warning, "periodic read of handle \(self.polls[i].handle) refused: \(e)")
+            }
+            // Fixed rate while reads keep up; after a late answer, the next read is a period on.
+            let next = max(due + self.polls[i].period, self.loop.now)
+            self.schedulePoll(i, at: next)
+        }
     }
 
     // MARK: Streaming
@@ -513,6 +575,7 @@ public final class SensorTagSession {
         if case .setupFailed = reason { cache.invalidate(tag.address) }
         isReady = false
         loop.cancel(watchdog)
+        for p in polls { loop.cancel(p.timer) }
         bearer.onNotification = nil
         bearer.onIndication = nil
         bearer.onClose = nil

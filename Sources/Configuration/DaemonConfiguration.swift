@@ -25,6 +25,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var homeAssistant = HomeAssistant()
     /// In the order of the file.
     public var tags: [TagConfiguration] = []
+    /// The device profiles the file declares ([[profile]]), by name; tags carry the one they use.
+    public var profiles: [String: DeviceProfile] = [:]
 
     public init() {}
 

@@ -73,12 +73,17 @@ extension DaemonConfiguration {
     }
 
     private func tagSummary(_ tag: TagConfiguration) -> String {
-        var s = (tag.model?.rawValue ?? "auto") + "  " + tag.address.description
+        var s = (tag.model?.rawValue ?? "auto") + (tag.profile.map { " profile \($0.name)" } ?? "") + "  " + tag.address.description
         if tag.address.kind == .random { s += " (random)" }
         let sensors = tag.sensors.map { c -> String in
             var text = c.sensor.rawValue
             if let ms = c.periodMilliseconds ?? Schema.defaultPeriod(c.sensor, model: tag.model) {
                 text += " \(ms) ms"
+            }
+            if let d = tag.profile?.characteristics.first(where: { $0.sensor == c.sensor }) {
+                // What the declaration makes of the bytes: shape, fields, and how it is received.
+                text += " (\(d.decoding.shape): " + d.decoding.fields.map(\.name.description).joined(separator: " ")
+                    + (d.notifies ? "" : "; read" + (c.periodMilliseconds == nil ? " every \(SensorProfile.defaultPollMilliseconds) ms" : "")) + ")"
             }
             switch c.sensor {
             case .movement: text += " ±\(c.movementRange.g) g"

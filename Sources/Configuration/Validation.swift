@@ -44,7 +44,8 @@ extension DaemonConfiguration {
 // MARK: - Schema
 
 enum Schema {
-    static let top = ["adapter", "adapters", "max_connections", "log_level", "stats_interval_s", "flood_limit", "mqtt", "reconnect", "spool", "homeassistant", "tag"]
+    static let top = ["adapter", "adapters", "max_connections", "log_level", "stats_interval_s", "flood_limit", "mqtt", "reconnect",
+                      "spool", "homeassistant", "profile", "tag"]
     static let mqtt = ["brokers", "client_id", "keepalive_s", "qos", "retain", "clean_session", "username",
                        "password_file", "topic_prefix", "topic_layout", "payload", "round_to_resolution", "max_inflight", "tls"]
     static let tls = ["enabled", "ca_file", "cert_file", "key_file", "verify"]
@@ -54,12 +55,12 @@ enum Schema {
     static let topicLayouts: [(String, TopicLayout)] = [("v2", .v2), ("v1", .v1)]
     static let payloads: [(String, PayloadFormat)] = [("detailed", .detailed), ("flat", .flat)]
     static let discoveryForms: [(String, DiscoveryForm)] = [("device", .device), ("entity", .entity)]
-    static let tag = ["name", "address", "address_type", "adapter", "model", "tmp006_s0", "magnetometer_scale", "sensors"]
+    static let tag = ["name", "address", "address_type", "adapter", "model", "tmp006_s0", "magnetometer_scale", "profile", "sensors"]
     static let sensor = ["enabled", "period_ms", "range"]
 
     static let logLevels: [(String, LogLevel)] = [("error", .error), ("warning", .warning), ("notice", .notice),
                                                    ("info", .info), ("debug", .debug)]
-    static let models: [(String, Model?)] = [("auto", nil), ("cc2541", .cc2541), ("cc2650", .cc2650), ("cc1350", .cc1350)]
+    static let models: [(String, Model?)] = [("auto", nil), ("cc2541", .cc2541), ("cc2650", .cc2650), ("cc1350", .cc1350), ("gatt", .gatt)]
     static let addressTypes: [(String, BluetoothAddress.Kind)] = [("public", .public), ("random", .random)]
     static let movementRanges: [(String, CC2650.AccelerometerRange)] = [("2g", .g2), ("4g", .g4), ("8g", .g8), ("16g", .g16)]
     static let cc2541Ranges: [(String, CC2541.AccelerometerRange)] = [("2g", .g2), ("4g", .g4), ("8g", .g8)]
@@ -69,11 +70,16 @@ enum Schema {
         Model.allCases.contains { SensorProfile.lookup($0, sensor)?.notifies == true }
     }
 
-    /// The streaming sensors of a model, or of either model when it is not pinned.
+    /// The streaming sensors of a model, or of either SensorTag generation when it is not pinned
+    /// (a generic GATT device must be named as one: `model = "gatt"`).
     static func streamingSensors(of model: Model?) -> [Sensor] {
-        guard let model else { return streamingSensors }
-        return streamingSensors.filter { SensorProfile.lookup(model, $0)?.notifies == true }
+        let models = model.map { [$0] } ?? Model.allCases.filter(\.isSensorTag)
+        return streamingSensors.filter { sensor in models.contains { SensorProfile.lookup($0, sensor)?.notifies == true } }
     }
+
+    /// How often a standard device's characteristic that cannot notify may be read: from once a
+    /// second (a radio round trip per read) to once a day.
+    static let pollRange = 1_000...86_400_000
 
     /// The period limits for `sensor` on `model`; when the model is not pinned, the stricter of both
     /// generations' limits. nil when the sensor has no period (keys, battery).
@@ -252,7 +258,9 @@ struct Validator {
         if let t = table(root, "reconnect", top) { c.reconnect = reconnect(t, default: c.reconnect) }
         if let t = table(root, "spool", top) { c.spool = spool(t) }
         if let t = table(root, "homeassistant", top) { c.homeAssistant = homeAssistant(t) }
-        c.tags = tags(root, adapters: pinnable).map { var t = $0; t.floodLimit = c.floodLimit; return t }
+        let declared = profiles(root)
+        c.profiles = declared.profiles
+        c.tags = tags(root, adapters: pinnable, declared).map { var t = $0; t.floodLimit = c.floodLimit; return t }
         return c
     }
 
@@ -479,7 +487,8 @@ struct Validator {
 
     // MARK: [[tag]]
 
-    mutating func tags(_ root: TOMLTable, adapters: [String]?) -> [TagConfiguration] {
+    mutating func tags(_ root: TOMLTable, adapters: [String]?,
+                       _ declared: (profiles: [String: DeviceProfile], invalid: Set<String>)) -> [TagConfiguration] {
         guard let v = root["tag"] else { return [] }
         guard let items = v.array else {
             report(v.line, nil, "tag must be an array of tables: start each tag with [[tag]] (got \(v.typeName))")
@@ -493,13 +502,14 @@ struct Validator {
                 report(item.line, nil, "tag must be an array of tables (element \(index + 1) is \(item.typeName))")
                 continue
             }
-            if let tag = tag(t, index: index, adapters: adapters, names: &names, addresses: &addresses) { tags.append(tag) }
+            if let tag = tag(t, index: index, adapters: adapters, names: &names, addresses: &addresses, declared) { tags.append(tag) }
         }
         return tags
     }
 
     mutating func tag(_ t: TOMLTable, index: Int, adapters: [String]?, names: inout [String: Int],
-                      addresses: inout [(address: BluetoothAddress, name: String, line: Int)]) -> TagConfiguration? {
+                      addresses: inout [(address: BluetoothAddress, name: String, line: Int)],
+                      _ declared: (profiles: [String: DeviceProfile], invalid: Set<String>)) -> TagConfiguration? {
         let errorsBefore = errors.count
         var scope = Scope(context: "tag #\(index + 1)")
         if let s = t["name"]?.string, !s.isEmpty { scope.context = "tag \(quoted(s))" }
@@ -547,24 +557,45 @@ struct Validator {
                        + "name it as adapters does")
             }
         }
-        let model = choice(t, "model", scope, Schema.models) ?? nil
+        var model = choice(t, "model", scope, Schema.models) ?? nil
+        var profile: DeviceProfile?
+        if let (p, line) = string(t, "profile", scope) {
+            if let found = declared.profiles[p] {
+                // A declared profile describes a generic device, never a SensorTag.
+                if let model, model != .gatt {
+                    report(line, scope.context, "profile \(quoted(p)) describes a generic device: the model must be \"gatt\" (got \(quoted(model.rawValue)))")
+                }
+                model = .gatt
+                profile = found
+            } else if !declared.invalid.contains(p) {
+                var message = "no [[profile]] is named \(quoted(p))"
+                let known = declared.profiles.keys.sorted()
+                if let near = suggestion(for: p, among: known) { message += " (did you mean \(quoted(near))?)" }
+                else if !known.isEmpty { message += " (profiles: \(known.joined(separator: ", ")))" }
+                report(line, scope.context, message)
+            }
+        }
         let s0 = positiveNumber(t, "tmp006_s0", scope, default: CC2541.IRTemperature.defaultS0)
         let scale = positiveNumber(t, "magnetometer_scale", scope, default: CC2650.Movement.defaultMagnetometerScale)
-        let sensors = self.sensors(t, model: model, scope)
+        let sensors = self.sensors(t, model: model, profile: profile, scope)
 
         guard errors.count == errorsBefore, let name, let address else { return nil }
-        return TagConfiguration(name: name, address: address, model: model, sensors: sensors,
-                                tmp006S0: s0, magnetometerScale: scale, adapter: pin)
+        var tag = TagConfiguration(name: name, address: address, model: model, sensors: sensors,
+                                   tmp006S0: s0, magnetometerScale: scale, adapter: pin)
+        tag.profile = profile
+        return tag
     }
 
     func isTagNameByte(_ c: UInt8) -> Bool {
         (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x5F || c == 0x2D
     }
 
-    /// The sensors tables of a tag; without any, every streaming sensor of its model.
-    mutating func sensors(_ t: TOMLTable, model: Model?, _ tagScope: Scope) -> [SensorConfiguration] {
+    /// The sensors tables of a tag; without any, every streaming sensor of its model and every
+    /// sensor its declared profile names.
+    mutating func sensors(_ t: TOMLTable, model: Model?, profile: DeviceProfile?, _ tagScope: Scope) -> [SensorConfiguration] {
+        let declaredSensors = profile?.characteristics.map(\.sensor) ?? []
         guard let v = t["sensors"] else {
-            return Schema.streamingSensors(of: model).map { SensorConfiguration($0) }
+            return (Schema.streamingSensors(of: model) + declaredSensors).map { SensorConfiguration($0) }
         }
         guard let table = v.table else {
             report(v.line, tagScope.context, "sensors must be a table: write [tag.sensors.<sensor>] tables (got \(v.typeAndValue))")
@@ -572,11 +603,15 @@ struct Validator {
         }
         var configured: [SensorConfiguration] = []
         var invalid = 0
-        let names = Schema.streamingSensors.map(\.rawValue)
+        let names = (Schema.streamingSensors(of: model) + declaredSensors).map(\.rawValue)
         for entry in table.entries {
             let errorsBefore = errors.count
             defer { if errors.count > errorsBefore { invalid += 1 } }
             let scope = Scope(context: tagScope.context, prefix: "sensors.\(keyLiteral(entry.key)).")
+            if let d = profile?.characteristics.first(where: { $0.sensor.rawValue == entry.key }) {
+                if let c = declaredSensor(d, entry.value, scope) { configured.append(c) }
+                continue
+            }
             guard let sensor = Sensor(rawValue: entry.key), Schema.streamingSensors.contains(sensor) else {
                 var message: String
                 if Sensor(rawValue: entry.key) != nil {
@@ -591,6 +626,11 @@ struct Validator {
             }
             if let model, SensorProfile.lookup(model, sensor) == nil {
                 report(entry.value.line, tagScope.context, "sensors.\(sensor): a \(model) has no \(sensor) sensor")
+                continue
+            }
+            if model == nil, !Schema.streamingSensors(of: nil).contains(sensor) {
+                report(entry.value.line, tagScope.context,
+                       "sensors.\(sensor): a SensorTag has no \(sensor) sensor (a standard Bluetooth device needs model = \"gatt\")")
                 continue
             }
             guard let s = entry.value.table else {
@@ -608,6 +648,14 @@ struct Validator {
                         report(p.line, scope.context, "\(scope.prefix)period_ms must be a multiple of 10 (got \(ms))")
                     } else {
                         config.periodMilliseconds = ms
+                    }
+                } else if let model, let profile = SensorProfile.lookup(model, sensor), profile.pollable {
+                    // A standard characteristic notifies when the device decides; the period is
+                    // used only if the device can merely be read.
+                    if Schema.pollRange.contains(ms) {
+                        config.periodMilliseconds = ms
+                    } else {
+                        report(p.line, scope.context, "\(scope.prefix)period_ms must be \(Schema.pollRange.lowerBound)..\(Schema.pollRange.upperBound) (got \(ms))")
                     }
                 } else {
                     report(p.line, scope.context, "\(scope.prefix)period_ms: \(sensor) has no period (it notifies on change)")
@@ -630,8 +678,7 @@ struct Validator {
         } else if configured.isEmpty && invalid == 0 {
             report(v.line, tagScope.context, "every sensor is disabled (enable one, or remove the tag)")
         }
-        let order = Sensor.allCases
-        return configured.sorted { order.firstIndex(of: $0.sensor)! < order.firstIndex(of: $1.sensor)! }
+        return configured.sorted { $0.sensor < $1.sensor }
     }
 }
 
@@ -688,4 +735,35 @@ func parseBroker(_ s: String, defaultPort: Int) -> Result<MQTTBroker, BrokerProb
 struct BrokerProblem: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+}
+
+extension Validator {
+    /// `[tag.sensors.<declared sensor>]`: enabled, and a period its profile can apply (written in
+    /// its encoding, or how often it is read when it does not notify).
+    mutating func declaredSensor(_ d: DeclaredCharacteristic, _ v: TOMLValue, _ scope: Scope) -> SensorConfiguration? {
+        guard let s = v.table else {
+            report(v.line, scope.context, "sensors.\(d.sensor) must be a table (got \(v.typeAndValue))")
+            return nil
+        }
+        checkKeys(s, allowed: ["enabled", "period_ms"], scope)
+        var config = SensorConfiguration(d.sensor)
+        if let p = value(s, "period_ms", .integer, scope), let ms = p.integer {
+            if !d.notifies {
+                if Schema.pollRange.contains(ms) { config.periodMilliseconds = ms }
+                else { report(p.line, scope.context, "\(scope.prefix)period_ms must be \(Schema.pollRange.lowerBound)..\(Schema.pollRange.upperBound) (got \(ms))") }
+            } else if let period = d.period {
+                let range = period.encoding.range, unit = period.encoding.granularity
+                if !range.contains(ms) {
+                    report(p.line, scope.context, "\(scope.prefix)period_ms must be \(range.lowerBound)..\(range.upperBound) for \(period.encoding.rawValue) (got \(ms))")
+                } else if ms % unit != 0 {
+                    report(p.line, scope.context, "\(scope.prefix)period_ms must be a multiple of \(unit) for \(period.encoding.rawValue) (got \(ms))")
+                } else {
+                    config.periodMilliseconds = ms
+                }
+            } else {
+                report(p.line, scope.context, "\(scope.prefix)period_ms: \(d.sensor) has no period (its profile declares none, and it notifies)")
+            }
+        }
+        return bool(s, "enabled", scope, default: true) ? config : nil
+    }
 }

@@ -38,6 +38,9 @@ public struct TagConfiguration: Sendable, Hashable {
     /// The adapter the tag must use ("hci1" or a controller address, as listed in `adapters`);
     /// nil: whichever has room.
     public var adapter: String?
+    /// A device profile declared in the configuration (for `model = "gatt"`): sensors of its own
+    /// beside the standard ones.
+    public var profile: DeviceProfile?
 
     public init(name: String, address: BluetoothAddress, model: Model? = nil, sensors: [SensorConfiguration],
                 tmp006S0: Double = CC2541.IRTemperature.defaultS0,
@@ -51,5 +54,11 @@ public struct TagConfiguration: Sendable, Hashable {
         self.sensors = sensors
         self.tmp006S0 = tmp006S0
         self.magnetometerScale = magnetometerScale
+    }
+
+    /// How `sensor` is set up and decoded on this tag, once its model is known: the declared
+    /// profile's own sensors first, then the model's built-in ones.
+    public func sensorProfile(_ sensor: Sensor, model: Model) -> SensorProfile? {
+        profile?.profile(for: sensor) ?? SensorProfile.lookup(model, sensor)
     }
 }

@@ -194,6 +194,14 @@ public struct ServiceProfile: Sendable, Hashable {
         self.characteristics = characteristics
     }
 
+    /// A service known only at run time (declared in the configuration).
+    public init(name: StaticString, uuid: GATTUUID, tag: StaticString, characteristics: [CharacteristicProfile]) {
+        self.name = name
+        self.uuid = uuid
+        self.tag = tag
+        self.characteristics = characteristics
+    }
+
     public func characteristic(_ uuid: GATTUUID) -> CharacteristicProfile? {
         characteristics.first { $0.uuid == uuid }
     }

@@ -4,6 +4,8 @@
 /// Physical unit of a field. `symbol` is what the MQTT payload and `collectord decode` print.
 public enum Unit: UInt8, Sendable, Hashable, CaseIterable {
     case celsius, percentRH, hectopascal, g, microtesla, degreesPerSecond, lux, percent, none
+    /// The standard profiles' (Standard.swift).
+    case meter, metersPerSecond, degree, wattsPerSquareMeter, beatsPerMinute, kilojoule, second
 
     public var symbol: StaticString {
         switch self {
@@ -16,6 +18,13 @@ public enum Unit: UInt8, Sendable, Hashable, CaseIterable {
         case .lux: return "lux"
         case .percent: return "%"
         case .none: return ""
+        case .meter: return "m"
+        case .metersPerSecond: return "m/s"
+        case .degree: return "°"
+        case .wattsPerSquareMeter: return "W/m²"
+        case .beatsPerMinute: return "bpm"
+        case .kilojoule: return "kJ"
+        case .second: return "s"
         }
     }
 }
@@ -38,9 +47,47 @@ public enum FieldValue: Sendable, Equatable {
     }
 }
 
+/// A field's name: static text for the built-in profiles, a string from the configuration for a
+/// declared one. Either way it is read without copying, and carried without allocating (a
+/// declared name is shared, not copied, by every reading).
+public struct FieldName: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
+    private enum Storage: Sendable {
+        case literal(StaticString)
+        case declared(String)
+    }
+    private let storage: Storage
+
+    public init(_ name: StaticString) { storage = .literal(name) }
+    public init(stringLiteral name: StaticString) { storage = .literal(name) }
+    public init(declared name: String) { storage = .declared(name) }
+
+    /// Calls `body` with the name's UTF-8 bytes.
+    public func withUTF8Buffer<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
+        switch storage {
+        case .literal(let s): return s.withUTF8Buffer(body)
+        case .declared(let s):
+            var copy = s
+            return copy.withUTF8(body)
+        }
+    }
+
+    public var description: String {
+        switch storage {
+        case .literal(let s): return s.description
+        case .declared(let s): return s
+        }
+    }
+
+    public static func == (a: FieldName, b: FieldName) -> Bool {
+        a.withUTF8Buffer { x in b.withUTF8Buffer { y in x.elementsEqual(y) } }
+    }
+
+    public func hash(into h: inout Hasher) { withUTF8Buffer { h.combine(bytes: UnsafeRawBufferPointer($0)) } }
+}
+
 /// One named field of a reading.
 public struct Field: Sendable, Equatable {
-    public let name: StaticString
+    public let name: FieldName
     public let unit: Unit
     public let value: FieldValue
     /// The decimal places the sensor resolves in this field (`SensorProfile.decimals`), what a
@@ -50,23 +97,20 @@ public struct Field: Sendable, Equatable {
     /// No declared resolution: published with every digit.
     public static let unrounded: Int8 = -1
 
-    public init(_ name: StaticString, _ value: Double, _ unit: Unit, decimals: Int8 = Field.unrounded) {
+    public init(_ name: FieldName, _ value: Double, _ unit: Unit, decimals: Int8 = Field.unrounded) {
         self.name = name
         self.unit = unit
         self.value = .number(value)
         self.decimals = decimals
     }
 
-    public init(_ name: StaticString, bits: UInt32) {
+    public init(_ name: FieldName, bits: UInt32) {
         self.name = name
         self.unit = .none
         self.value = .bits(bits)
         self.decimals = 0
     }
 
-    public static func == (a: Field, b: Field) -> Bool {
-        a.unit == b.unit && a.value == b.value && a.name.description == b.name.description
-    }
 }
 
 /// One field a sensor's readings carry, as known before any reading arrives: its name, unit,
@@ -74,19 +118,22 @@ public struct Field: Sendable, Equatable {
 /// lists them so that a consumer (Home Assistant discovery) can announce the fields without
 /// decoding a sample payload.
 public struct FieldDeclaration: Sendable {
-    public let name: StaticString
+    public let name: FieldName
     public let unit: Unit
     public let isBits: Bool
     /// Decimal places of the sensor's resolution (0 for bit sets).
     public internal(set) var decimals: Int8 = 0
+    /// A declared field's unit and Home Assistant device class, as the configuration says them.
+    public internal(set) var declaredUnit: String? = nil
+    public internal(set) var declaredDeviceClass: String? = nil
 
-    init(_ name: StaticString, _ unit: Unit) {
+    init(_ name: FieldName, _ unit: Unit) {
         self.name = name
         self.unit = unit
         self.isBits = false
     }
 
-    init(bits name: StaticString) {
+    init(bits name: FieldName) {
         self.name = name
         self.unit = .none
         self.isBits = true
@@ -97,13 +144,14 @@ public struct FieldDeclaration: Sendable {
 ///
 /// It is a random-access collection of `Field`, so an encoder iterates it without allocating.
 public struct Reading: Sendable, RandomAccessCollection {
-    /// Most fields any SensorTag characteristic yields (movement: 3 × gyro, accel, mag).
-    public static let maxFields = 9
+    /// Most fields any profile yields: a heart rate measurement's rate, contact, energy and nine
+    /// RR intervals (a SensorTag's movement has nine).
+    public static let maxFields = 12
     /// Longest payload kept (the ATT default MTU of 23 leaves 20 bytes for a notification value).
     public static let maxRawBytes = 20
 
     public let sensor: Sensor
-    private var storage: InlineArray<9, Field>
+    private var storage: InlineArray<12, Field>
     private var fieldCount: Int
     public private(set) var raw: RawBytes
 

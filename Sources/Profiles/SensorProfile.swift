@@ -77,18 +77,39 @@ public struct SensorProfile: Sendable {
     /// actually applied (movement range: some firmware ignores the range bits).
     public let readsConfigBack: Bool
     let layout: Layout
+    /// The configuration's description, for a declared sensor: its enable and period writes.
+    public var declared: DeclaredCharacteristic? = nil
 
     enum Layout: Sendable {
         case cc2541Temperature, cc2541Accelerometer, cc2541Humidity, cc2541Magnetometer
         case cc2541Barometer, cc2541Gyroscope, cc2541Test
         case cc2650Temperature, cc2650Humidity, cc2650Barometer, cc2650Movement, cc2650Optical, cc2650IO
         case keys, battery
+        case essTemperature, essHumidity, essPressure, essElevation, essUVIndex, essDewPoint, essIrradiance
+        case essWindSpeed, essWindDirection, heartRate
+        case declared(DeclaredDecoding)
     }
+
+    /// Whether the sensor may be read at its period when the device offers no notification for
+    /// it (a standard or declared characteristic that is only readable). SensorTags notify.
+    public var pollable: Bool {
+        switch layout {
+        case .essTemperature, .essHumidity, .essPressure, .essElevation, .essUVIndex, .essDewPoint, .essIrradiance,
+             .essWindSpeed, .essWindDirection, .declared: return true
+        default: return false
+        }
+    }
+
+    /// The period a polled sensor is read at when the configuration gives none.
+    public static let defaultPollMilliseconds = 60_000
 
     /// What a report-on-change sensor whose value cannot be read is taken to show once it is set
     /// up: the keys, none pressed (the firmware notifies changes only, so without it a subscriber
     /// knows nothing of the keys until one is pressed). Nil for every other sensor.
-    public var restingValue: [UInt8]? { layout == .keys ? [0] : nil }
+    public var restingValue: [UInt8]? {
+        if case .keys = layout { return [0] }
+        return nil
+    }
 
     /// The config value that switches the sensor on with the given settings.
     public func enableValue(_ settings: SensorSettings = SensorSettings()) -> ConfigValue? {
@@ -97,6 +118,7 @@ public struct SensorProfile: Sendable {
         case .cc2541Gyroscope: return .byte(CC2541.Gyroscope.Config.all.rawValue)
         case .cc2650Movement: return .word(CC2650.Movement.Config(range: settings.movementRange).rawValue)
         case .cc2541Test, .keys, .battery, .cc2650IO: return nil
+        case .declared: return nil  // declared.enable carries its own bytes
         default: return .byte(1)
         }
     }
@@ -122,11 +144,20 @@ public struct SensorProfile: Sendable {
     ///   0.01 lx  OPT3001 (0.01 × 2^e at its finest)
     ///   1 %      battery level
     /// Allocation-free: `decode` applies it to every reading.
+    ///   The Bluetooth SIG's: as the GATT Specification Supplement's exponent (Pressure 0.1 Pa =
+    ///   0.001 hPa, Irradiance 0.1 W/m², whole degrees and indices 0); a heart rate measurement's
+    ///   fields by name (whole bpm and kJ, RR intervals 1/1024 s → 0.001 s); a declared field
+    ///   by its scale and offset (`DeclaredField.decimals`).
     public func decimals(field index: Int) -> Int8 {
         switch layout {
         case .cc2650Movement: return index < 3 ? 2 : index < 6 ? 3 : 1  // gyro, accel, mag
         case .battery: return 0
         case .cc2541Test, .cc2650IO, .keys: return 0
+        case .essPressure: return 3
+        case .essIrradiance: return 1
+        case .essUVIndex, .essDewPoint: return 0
+        case .heartRate: return index == 0 ? 0 : HeartRate.decimals(HeartRate.declaredNames[index])
+        case .declared(let d): return d.shape.type(at: index) == .float32 ? Field.unrounded : d.fields[index].decimals
         default: return 2
         }
     }
@@ -163,6 +194,26 @@ public struct SensorProfile: Sendable {
             return [FieldDeclaration(bits: "pressed")]
         case .battery:
             return [FieldDeclaration("level", .percent)]
+        case .essTemperature: return [FieldDeclaration("temperature", .celsius)]
+        case .essHumidity: return [FieldDeclaration("humidity", .percentRH)]
+        case .essPressure: return [FieldDeclaration("pressure", .hectopascal)]
+        case .essElevation: return [FieldDeclaration("elevation", .meter)]
+        case .essUVIndex: return [FieldDeclaration("uv_index", .none)]
+        case .essDewPoint: return [FieldDeclaration("dew_point", .celsius)]
+        case .essIrradiance: return [FieldDeclaration("irradiance", .wattsPerSquareMeter)]
+        case .essWindSpeed: return [FieldDeclaration("speed", .metersPerSecond)]
+        case .essWindDirection: return [FieldDeclaration("direction", .degree)]
+        case .heartRate:
+            // The contact, energy and RR fields appear only when a measurement carries them.
+            return [FieldDeclaration("heart_rate", .beatsPerMinute), FieldDeclaration("contact", .none),
+                    FieldDeclaration("energy_expended", .kilojoule)] + HeartRate.rrNames.map { FieldDeclaration($0, .second) }
+        case .declared(let d):
+            return d.fields.map { f in
+                var declaration = FieldDeclaration(f.name, .none)
+                declaration.declaredUnit = f.unit
+                declaration.declaredDeviceClass = f.deviceClass
+                return declaration
+            }
         }
     }
 
@@ -260,8 +311,51 @@ public struct SensorProfile: Sendable {
         case .battery:
             let d = try SerDe.deserialize(Battery.Level.self, from: payload)
             r.append(Field("level", d.percent, .percent))
+        case .essTemperature:
+            let d = try SerDe.deserialize(EnvironmentalSensing.Temperature.self, from: payload)
+            guard d.isKnown else { throw .notKnown(characteristic: EnvironmentalSensing.Temperature.name) }
+            r.append(Field("temperature", d.celsius, .celsius))
+        case .essHumidity:
+            let d = try SerDe.deserialize(EnvironmentalSensing.Humidity.self, from: payload)
+            guard d.isKnown else { throw .notKnown(characteristic: EnvironmentalSensing.Humidity.name) }
+            r.append(Field("humidity", d.percent, .percentRH))
+        case .essPressure:
+            r.append(Field("pressure", try SerDe.deserialize(EnvironmentalSensing.Pressure.self, from: payload).hectopascal, .hectopascal))
+        case .essElevation:
+            r.append(Field("elevation", try SerDe.deserialize(EnvironmentalSensing.Elevation.self, from: payload).meters, .meter))
+        case .essUVIndex:
+            r.append(Field("uv_index", try SerDe.deserialize(EnvironmentalSensing.UVIndex.self, from: payload).index, .none))
+        case .essDewPoint:
+            r.append(Field("dew_point", try SerDe.deserialize(EnvironmentalSensing.DewPoint.self, from: payload).celsius, .celsius))
+        case .essIrradiance:
+            r.append(Field("irradiance", try SerDe.deserialize(EnvironmentalSensing.Irradiance.self, from: payload)
+                .wattsPerSquareMeter, .wattsPerSquareMeter))
+        case .essWindSpeed:
+            r.append(Field("speed", try SerDe.deserialize(EnvironmentalSensing.TrueWindSpeed.self, from: payload)
+                .metersPerSecond, .metersPerSecond))
+        case .essWindDirection:
+            r.append(Field("direction", try SerDe.deserialize(EnvironmentalSensing.TrueWindDirection.self, from: payload)
+                .degrees, .degree))
+        case .heartRate:
+            let m = try HeartRate.Measurement(from: payload)
+            r.append(Field("heart_rate", Double(m.beatsPerMinute), .beatsPerMinute))
+            if let contact = m.contact { r.append(Field("contact", contact ? 1 : 0, .none)) }
+            if let energy = m.energyExpended { r.append(Field("energy_expended", Double(energy), .kilojoule)) }
+            for i in 0..<m.rrCount { r.append(Field(HeartRate.rrNames[i], m.rrSeconds(i), .second)) }
+        case .declared(let d):
+            var values = DeclaredValues()
+            try d.shape.decode(payload, into: &values)
+            for (i, v) in values.enumerated() {
+                let f = d.fields[i]
+                r.append(Field(f.name, v * f.scale + f.offset, .none))
+            }
         }
-        for i in r.indices { r.setDecimals(decimals(field: i), at: i) }
+        if case .heartRate = layout {
+            // Its optional fields make positions vary: by name.
+            for i in r.indices { r.setDecimals(HeartRate.decimals(r[i].name), at: i) }
+        } else {
+            for i in r.indices { r.setDecimals(decimals(field: i), at: i) }
+        }
         return r
     }
 
@@ -276,16 +370,48 @@ public struct SensorProfile: Sendable {
 
     // MARK: Lookup
 
-    /// The profile of `sensor` on `model`, or nil when that model has no such sensor.
+    /// The built-in profile of `sensor` on `model`, or nil when that model has no such sensor.
     public static func lookup(_ model: Model, _ sensor: Sensor) -> SensorProfile? {
-        let table = model.generation == .cc2541 ? cc2541 : cc2650
-        return table.first { $0.sensor == sensor }
+        all(for: model).first { $0.sensor == sensor }
     }
 
-    /// Every sensor the model has.
+    /// Every built-in sensor the model has.
     public static func all(for model: Model) -> [SensorProfile] {
-        model.generation == .cc2541 ? cc2541 : cc2650
+        switch model.generation {
+        case .cc2541: return cc2541
+        case .cc2650: return cc2650
+        case .standard: return standard
+        }
     }
+
+    /// The Bluetooth SIG profiles a `gatt` device may offer, each characteristic its own sensor.
+    static let standard: [SensorProfile] = [
+        .sig(.temperature, EnvironmentalSensing.Temperature.self, .essTemperature),
+        .sig(.humidity, EnvironmentalSensing.Humidity.self, .essHumidity),
+        .sig(.pressure, EnvironmentalSensing.Pressure.self, .essPressure),
+        .sig(.elevation, EnvironmentalSensing.Elevation.self, .essElevation),
+        .sig(.uvIndex, EnvironmentalSensing.UVIndex.self, .essUVIndex),
+        .sig(.dewPoint, EnvironmentalSensing.DewPoint.self, .essDewPoint),
+        .sig(.irradiance, EnvironmentalSensing.Irradiance.self, .essIrradiance),
+        .sig(.windSpeed, EnvironmentalSensing.TrueWindSpeed.self, .essWindSpeed),
+        .sig(.windDirection, EnvironmentalSensing.TrueWindDirection.self, .essWindDirection),
+        SensorProfile(sensor: .heartRate, generation: .standard, service: HeartRate.profile, data: HeartRate.Measurement.uuid,
+                      config: nil, period: nil, calibration: nil, periodLimits: nil, dataLength: HeartRate.Measurement.length,
+                      notifies: true, zeroMeansNoData: false, readsConfigBack: false, layout: .heartRate),
+        SensorProfile(sensor: .battery, generation: .standard, service: Battery.profile, data: Battery.Level.uuid,
+                      config: nil, period: nil, calibration: nil, periodLimits: nil, dataLength: .exactly(1),
+                      notifies: true, zeroMeansNoData: false, readsConfigBack: false, layout: .battery),
+    ]
+
+    /// An Environmental Sensing characteristic: notified when the device offers it, else read at
+    /// the configured period; no config or period characteristic of its own.
+    static func sig<C: RawDeserializable & CharacteristicConfigurable>(_ sensor: Sensor, _: C.Type, _ layout: Layout) -> SensorProfile {
+        SensorProfile(sensor: sensor, generation: .standard, service: EnvironmentalSensing.profile, data: C.uuid,
+                      config: nil, period: nil, calibration: nil, periodLimits: nil,
+                      dataLength: .exactly(C.RawType.size), notifies: true, zeroMeansNoData: false,
+                      readsConfigBack: false, layout: layout)
+    }
+
 
     static let cc2541: [SensorProfile] = [
         .triplet(.temperature, .cc2541, CC2541.IRTemperature.self, CC2541.IRTemperature.Data.self,

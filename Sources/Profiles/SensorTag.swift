@@ -5,48 +5,107 @@
 // profiles, the emulator and the tests are that reference's, and its test vectors are in
 // Tests/vectors/decode.txt.
 
-/// A SensorTag hardware model. The CC1350 runs the CC2650 application firmware (section 4), so
-/// both share one GATT profile; they differ only in name.
+/// A device model. The CC1350 runs the CC2650 application firmware (section 4), so both share one
+/// GATT profile; they differ only in name. `gatt` is any other device: it speaks the Bluetooth
+/// SIG's standard profiles (Standard.swift) and whatever a profile declared in the configuration
+/// describes.
 public enum Model: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    case cc2541, cc2650, cc1350
+    case cc2541, cc2650, cc1350, gatt
 
     /// The GATT profile generation this model speaks.
-    public var generation: Generation { self == .cc2541 ? .cc2541 : .cc2650 }
+    public var generation: Generation {
+        switch self {
+        case .cc2541: return .cc2541
+        case .cc2650, .cc1350: return .cc2650
+        case .gatt: return .standard
+        }
+    }
+
+    /// A SensorTag, as opposed to a generic GATT device.
+    public var isSensorTag: Bool { self != .gatt }
 
     public var description: String { rawValue }
 
-    public enum Generation: Sendable, Hashable { case cc2541, cc2650 }
+    public enum Generation: Sendable, Hashable { case cc2541, cc2650, standard }
 }
 
-/// The sensors (and sensor-like services) a tag can stream or report. Raw values are the names
-/// used in the configuration file, MQTT topics and on the command line.
-public enum Sensor: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    /// IR thermopile: TMP006 (CC2541) or TMP007 (CC2650).
-    case temperature
+/// A sensor (or sensor-like service) a device can stream or report, by the name used in the
+/// configuration file, MQTT topics and on the command line.
+///
+/// A name, not a closed enumeration: besides the built-in ones below (the SensorTags' and the
+/// Bluetooth SIG profiles'), a profile declared in the configuration names its own sensors. Names
+/// of up to 15 bytes, which every built-in one is, are stored inline by `String`, so carrying a
+/// sensor on a reading costs no reference counting.
+public struct Sensor: RawRepresentable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    public let rawValue: String
+
+    /// A built-in sensor by name; nil for any other name.
+    public init?(rawValue: String) {
+        guard let known = Sensor.allCases.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = known
+    }
+
+    /// A sensor of a profile declared in the configuration (validated there: a topic-safe name).
+    public init(declared name: String) { rawValue = name }
+
+    private init(_ name: String) { rawValue = name }
+
+    /// IR thermopile: TMP006 (CC2541) or TMP007 (CC2650); the SIG Temperature characteristic on a
+    /// standard device.
+    public static let temperature = Sensor("temperature")
     /// KXTJ9, CC2541 only (the CC2650 folds it into `movement`).
-    case accelerometer
-    /// SHT21 (CC2541) or HDC1000 (CC2650).
-    case humidity
+    public static let accelerometer = Sensor("accelerometer")
+    /// SHT21 (CC2541) or HDC1000 (CC2650); the SIG Humidity characteristic on a standard device.
+    public static let humidity = Sensor("humidity")
     /// MAG3110, CC2541 only.
-    case magnetometer
+    public static let magnetometer = Sensor("magnetometer")
     /// T5400 (CC2541) or BMP280 (CC2650).
-    case barometer
+    public static let barometer = Sensor("barometer")
     /// IMU-3000, CC2541 only.
-    case gyroscope
+    public static let gyroscope = Sensor("gyroscope")
     /// MPU-9250 9-axis, CC2650 only.
-    case movement
+    public static let movement = Sensor("movement")
     /// OPT3001 luxometer, CC2650 only.
-    case light
+    public static let light = Sensor("light")
     /// Simple Keys, both.
-    case keys
-    /// Battery level, CC2650 only.
-    case battery
+    public static let keys = Sensor("keys")
+    /// Battery level: the CC2650's, or a standard device's Battery Service.
+    public static let battery = Sensor("battery")
     /// IO service (LEDs, buzzer, self-test bitmap), CC2650 only.
-    case io
+    public static let io = Sensor("io")
     /// Test service (self-test result), CC2541 only.
-    case test
+    public static let test = Sensor("test")
+    /// Environmental Sensing Pressure (a standard device; the SensorTags' is `barometer`).
+    public static let pressure = Sensor("pressure")
+    /// Environmental Sensing Elevation.
+    public static let elevation = Sensor("elevation")
+    /// Environmental Sensing UV Index.
+    public static let uvIndex = Sensor("uv_index")
+    /// Environmental Sensing Dew Point.
+    public static let dewPoint = Sensor("dew_point")
+    /// Environmental Sensing Irradiance.
+    public static let irradiance = Sensor("irradiance")
+    /// Environmental Sensing True Wind Speed.
+    public static let windSpeed = Sensor("wind_speed")
+    /// Environmental Sensing True Wind Direction.
+    public static let windDirection = Sensor("wind_direction")
+    /// Heart Rate Measurement.
+    public static let heartRate = Sensor("heart_rate")
+
+    /// Every built-in sensor, SensorTags' first.
+    public static let allCases: [Sensor] = [
+        .temperature, .accelerometer, .humidity, .magnetometer, .barometer, .gyroscope, .movement, .light,
+        .keys, .battery, .io, .test,
+        .pressure, .elevation, .uvIndex, .dewPoint, .irradiance, .windSpeed, .windDirection, .heartRate,
+    ]
 
     public var description: String { rawValue }
+
+    /// Built-in sensors in `allCases` order, then declared ones by name.
+    public static func < (a: Sensor, b: Sensor) -> Bool {
+        let i = allCases.firstIndex(of: a) ?? allCases.count, j = allCases.firstIndex(of: b) ?? allCases.count
+        return i != j ? i < j : a.rawValue < b.rawValue
+    }
 
     /// A state the tag reports when it changes (the keys, the battery level) rather than a
     /// periodic sample: its readings are published retained, so that a subscriber that comes
@@ -266,5 +325,7 @@ public enum ClientConfiguration {
     public static let uuid = GATTUUID.sig(0x2902)
     /// `01 00`: notifications on. The firmware accepts notifications only, not indications.
     public static let notify: UInt16 = 0x0001
+    /// `02 00`: indications, for a characteristic that offers no notifications.
+    public static let indicate: UInt16 = 0x0002
     public static let off: UInt16 = 0x0000
 }

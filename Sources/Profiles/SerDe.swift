@@ -48,6 +48,9 @@ public enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The value cannot be converted without state the caller has not supplied yet (the CC2541
     /// barometer needs its calibration read first).
     case missingCalibration(characteristic: StaticString)
+    /// The device sent its "value is not known" pattern (GSS: Temperature 0x8000, Humidity 0xFFFF):
+    /// well formed, but not a reading.
+    case notKnown(characteristic: StaticString)
 
     public var description: String {
         switch self {
@@ -59,6 +62,8 @@ public enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(c): undefined value \(value) (0x\(Hex.string(value)))"
         case .missingCalibration(let c):
             return "\(c): calibration has not been read"
+        case .notKnown(let c):
+            return "\(c): the device reports no known value"
         }
     }
 
@@ -70,7 +75,7 @@ public enum DecodeError: Error, Sendable, Equatable, CustomStringConvertible {
             return a.description == b.description && o1 == o2
         case let (.invalidValue(a, v1), .invalidValue(b, v2)):
             return a.description == b.description && v1 == v2
-        case let (.missingCalibration(a), .missingCalibration(b)):
+        case let (.missingCalibration(a), .missingCalibration(b)), let (.notKnown(a), .notKnown(b)):
             return a.description == b.description
         default:
             return false

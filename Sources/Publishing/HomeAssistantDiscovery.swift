@@ -83,13 +83,17 @@ public struct HomeAssistantDiscovery: Sendable {
         /// Firmware Revision String as read from the tag, if known.
         public var firmware: String?
         public var displayName: String?
+        /// A generic device's declared profile: its own sensors, with their units and classes.
+        public var profile: DeviceProfile?
 
-        public init(tag: String, address: String, model: Model, firmware: String? = nil, displayName: String? = nil) {
+        public init(tag: String, address: String, model: Model, firmware: String? = nil, displayName: String? = nil,
+                    profile: DeviceProfile? = nil) {
             self.tag = tag
             self.address = address
             self.model = model
             self.firmware = firmware
             self.displayName = displayName
+            self.profile = profile
         }
     }
 
@@ -196,7 +200,7 @@ public struct HomeAssistantDiscovery: Sendable {
     /// then the link's signal strength (HomeAssistantLinkQuality.swift).
     public func entities(for device: Device, sensors: [Sensor], settings: SensorSettings = SensorSettings()) -> [Entity] {
         sensors.flatMap { sensor -> [Entity] in
-            guard let profile = SensorProfile.lookup(device.model, sensor) else { return [] }
+            guard let profile = device.profile?.profile(for: sensor) ?? SensorProfile.lookup(device.model, sensor) else { return [] }
             return entities(for: device, sensor: sensor, fields: profile.fields(settings))
         } + [linkQualityEntity(for: device)]
     }
@@ -231,17 +235,21 @@ public struct HomeAssistantDiscovery: Sendable {
                 members.append(("value_template", .string(HomeAssistantDiscovery.guarded(payload == .flat ? valuePath(name) : "\(valuePath(name)) | join(',')", sensor))))
             } else {
                 members.append(("value_template", .string(HomeAssistantDiscovery.guarded(valuePath(name), sensor))))
-                if let unit = HomeAssistantDiscovery.unit(field.unit) { members.append(("unit_of_measurement", .string(unit))) }
-                if let deviceClass = HomeAssistantDiscovery.deviceClass(sensor: sensor, unit: field.unit) {
+                // A declared field says its own unit and class; a built-in one's follow from its unit.
+                if let unit = field.declaredUnit ?? HomeAssistantDiscovery.unit(field.unit) {
+                    members.append(("unit_of_measurement", .string(unit)))
+                }
+                if let deviceClass = field.declaredDeviceClass ?? HomeAssistantDiscovery.deviceClass(sensor: sensor, unit: field.unit) {
                     members.append(("device_class", .string(deviceClass)))
                 }
                 members.append(("state_class", "measurement"))
                 members.append(("suggested_display_precision", .integer(Int64(field.decimals))))
             }
-            if sensor == .battery || sensor == .io || sensor == .test {
+            if sensor == .battery || sensor == .io || sensor == .test || (sensor == .heartRate && name == "contact") {
                 members.append(("entity_category", "diagnostic"))
             }
-            if HomeAssistantDiscovery.isMotion(sensor) {
+            // RR intervals come with every beat, several per reading: kept, but not recorded by default.
+            if HomeAssistantDiscovery.isMotion(sensor) || (sensor == .heartRate && name.hasPrefix("rr_")) {
                 members.append(("enabled_by_default", false))
             }
             result.append(Entity(component: "sensor", objectID: object, members: members))
@@ -268,9 +276,10 @@ public struct HomeAssistantDiscovery: Sendable {
             ("identifiers", .array([.string(HomeAssistantDiscovery.nodeID(address: device.address))])),
             ("connections", .array([.array(["bluetooth", .string(device.address.lowercased())])])),
             ("name", .string(device.displayName ?? device.tag)),
-            ("manufacturer", "Texas Instruments"),
             ("model", .string(HomeAssistantDiscovery.modelName(device.model))),
         ]
+        // A generic device's maker is whatever its Device Information says, not TI.
+        if device.model.isSensorTag { deviceMembers.insert(("manufacturer", "Texas Instruments"), at: 3) }
         if let firmware = device.firmware { deviceMembers.append(("sw_version", .string(firmware))) }
         let deviceKey = form == .device ? "dev" : "device"
         let originKey = form == .device ? "o" : "origin"
@@ -319,6 +328,7 @@ public struct HomeAssistantDiscovery: Sendable {
         case .cc2541: return "CC2541 SensorTag"
         case .cc2650: return "CC2650 SensorTag"
         case .cc1350: return "CC1350 SensorTag"
+        case .gatt: return "Bluetooth LE sensor"
         }
     }
 
@@ -338,6 +348,13 @@ public struct HomeAssistantDiscovery: Sendable {
         case .lux: return "lx"  // HA's illuminance device class accepts only "lx"
         case .percent: return "%"
         case .none: return nil
+        case .meter: return "m"
+        case .metersPerSecond: return "m/s"
+        case .degree: return "°"
+        case .wattsPerSquareMeter: return "W/m²"
+        case .beatsPerMinute: return "bpm"
+        case .kilojoule: return "kJ"
+        case .second: return "s"
         }
     }
 
@@ -348,7 +365,12 @@ public struct HomeAssistantDiscovery: Sendable {
         case .hectopascal: return "pressure"
         case .lux: return "illuminance"
         case .percent: return sensor == .battery ? "battery" : nil
-        case .g, .microtesla, .degreesPerSecond, .none: return nil
+        case .meter: return "distance"
+        case .metersPerSecond: return "wind_speed"
+        case .wattsPerSquareMeter: return "irradiance"
+        case .kilojoule: return nil  // HA's energy class wants a total, not a measurement
+        case .second: return "duration"
+        case .g, .microtesla, .degreesPerSecond, .none, .degree, .beatsPerMinute: return nil
         }
     }
 

@@ -123,6 +123,18 @@ struct JSONWriter {
         byte(UInt8(ascii: "\""))
     }
 
+    mutating func escaped(_ s: String) {
+        var s = s
+        s.withUTF8 { escaped($0) }
+    }
+
+    /// `"…"` with escaping, from a field's name.
+    mutating func string(_ s: FieldName) {
+        byte(UInt8(ascii: "\""))
+        s.withUTF8Buffer { escaped($0) }
+        byte(UInt8(ascii: "\""))
+    }
+
     /// `"…"` with escaping, from a `String` (no allocation for a native string).
     mutating func string(_ s: String) {
         var s = s

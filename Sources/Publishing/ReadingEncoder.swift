@@ -150,7 +150,7 @@ public struct ReadingEncoder: Sendable {
         guard needed <= buffer.capacity else { throw PayloadTooLarge(needed: needed, capacity: buffer.capacity) }
         buffer.overwrite { w in
             prefix.withUnsafeBufferPointer { w.raw($0) }
-            w.escaped(reading.sensor.jsonName)
+            w.escaped(reading.sensor.rawValue)
             w.raw(#"","time":""#)
             time.write(to: &w)
             w.raw(timeSynced ? #"","seq":"# : #"","time_synced":false,"seq":"#)
@@ -231,7 +231,7 @@ public struct ReadingEncoder: Sendable {
             w.raw(#"{"model":"#)
             w.string(model.rawValue)
             w.raw(#","sensor":"#)
-            w.string(reading.sensor.jsonName)
+            w.string(reading.sensor.rawValue)
             w.raw(#","fields":"#)
             writeFields(of: reading, rounded: rounded, to: &w)
             for (key, value) in extra {
@@ -246,22 +246,3 @@ public struct ReadingEncoder: Sendable {
     }
 }
 
-extension Sensor {
-    /// The sensor's name as a static string (its raw value), so the encoder needs no String.
-    var jsonName: StaticString {
-        switch self {
-        case .temperature: return "temperature"
-        case .accelerometer: return "accelerometer"
-        case .humidity: return "humidity"
-        case .magnetometer: return "magnetometer"
-        case .barometer: return "barometer"
-        case .gyroscope: return "gyroscope"
-        case .movement: return "movement"
-        case .light: return "light"
-        case .keys: return "keys"
-        case .battery: return "battery"
-        case .io: return "io"
-        case .test: return "test"
-        }
-    }
-}

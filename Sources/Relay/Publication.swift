@@ -60,6 +60,9 @@ public final class Publication: MQTTPublisherDelegate {
         /// announced to Home Assistant, complete, once, instead of once without its firmware and
         /// again with it.
         var identified = false
+        /// The sensors the device offered on its last connection, when known: a generic device
+        /// is announced with those only, not with every standard sensor it was asked for.
+        var offered: [Sensor]?
         /// The other discovery form's config topics, announced by an earlier run: migrated to
         /// this form at the tag's first announcement, then emptied.
         var migration: [String]?
@@ -241,12 +244,14 @@ public final class Publication: MQTTPublisherDelegate {
     }
 
     /// The tag reported its model and firmware: (re)announce it to Home Assistant if that changed.
-    public func identified(_ name: String, model: Model, firmware: String?) {
+    public func identified(_ name: String, model: Model, firmware: String?, sensors: [Sensor]? = nil) {
         guard let t = tags[name] else { return }
-        let changed = !t.identified || t.model != model || t.firmware != firmware
+        let offered = model.isSensorTag ? nil : sensors
+        let changed = !t.identified || t.model != model || t.firmware != firmware || t.offered != offered
         t.identified = true
         t.model = model
         t.firmware = firmware
+        t.offered = offered
         t.readings.identify(as: model)
         fit(t.readings.encoder)
         if changed { announce(t) }
@@ -293,12 +298,14 @@ public final class Publication: MQTTPublisherDelegate {
 
     private func device(_ t: Tag) -> HomeAssistantDiscovery.Device {
         HomeAssistantDiscovery.Device(tag: t.config.name, address: t.config.address.description,
-                                      model: t.model ?? .cc2650, firmware: t.firmware)
+                                      model: t.model ?? .cc2650, firmware: t.firmware, profile: t.config.profile)
     }
 
     private func announce(_ t: Tag) {
         guard let discovery, t.identified, let model = t.model, publisher.isConnected else { return }
-        let sensors = t.config.sensors.map(\.sensor).filter { SensorProfile.lookup(model, $0) != nil }
+        let sensors = t.config.sensors.map(\.sensor).filter {
+            t.offered?.contains($0) ?? (t.config.sensorProfile($0, model: model) != nil)
+        }
         let configs = discovery.configs(for: device(t), sensors: sensors)
         withdrawals.cancel(configs.map(\.topic))
         // Home Assistant's migration between the forms: the old configs marked first, so that the

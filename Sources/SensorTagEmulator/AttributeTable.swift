@@ -13,9 +13,23 @@ public struct EmulatedModel: Sendable, Hashable, CustomStringConvertible {
     /// The Device Information Firmware Revision String (0x2A26).
     public let firmware: String
 
-    public init(hardware: Profiles.Model, firmware: String) {
+    /// Whether a standard device notifies its Environmental Sensing characteristics; without, they
+    /// are only readable (as on many ESP32 sketches), and the client must read them at a period.
+    public let notifies: Bool
+
+    /// A device profile from the configuration: a generic device with these characteristics too.
+    public let profile: DeviceProfile?
+
+    public init(hardware: Profiles.Model, firmware: String, notifies: Bool = true, profile: DeviceProfile? = nil) {
         self.hardware = hardware
         self.firmware = firmware
+        self.notifies = notifies
+        self.profile = profile
+    }
+
+    /// Every sensor the device has: its model's, then its declared profile's.
+    public var sensorProfiles: [SensorProfile] {
+        SensorProfile.all(for: hardware) + (profile?.characteristics.map(\.profile) ?? [])
     }
 
     /// The original SensorTag. Firmware "1.4 (…)" or older has no period characteristic on IR
@@ -43,7 +57,14 @@ public struct EmulatedModel: Sendable, Hashable, CustomStringConvertible {
         case .cc2541: return "TI BLE Sensor Tag"
         case .cc2650: return "CC2650 SensorTag"
         case .cc1350: return "CC1350 SensorTag"
+        case .gatt: return "Environmental Sensor"
         }
+    }
+
+    /// A generic device with the Bluetooth SIG profiles (Environmental Sensing, Heart Rate,
+    /// Battery, Device Information), as an ESP32 or nRF board would offer them.
+    public static func standard(firmware: String = "2.1.0", notifies: Bool = true, profile: DeviceProfile? = nil) -> EmulatedModel {
+        EmulatedModel(hardware: .gatt, firmware: firmware, notifies: notifies, profile: profile)
     }
 
     /// CC2541 firmware up to 1.4.
@@ -57,7 +78,7 @@ public struct EmulatedModel: Sendable, Hashable, CustomStringConvertible {
         isLegacy ? [.temperature, .humidity, .barometer, .gyroscope] : []
     }
 
-    public var description: String { "\(hardware) firmware \(firmware)" }
+    public var description: String { "\(hardware)\(profile.map { " profile \($0.name)" } ?? "") firmware \(firmware)" }
 }
 
 /// What an attribute is.
@@ -108,6 +129,11 @@ public struct AttributeTable: Sendable {
     public static let modelNumber = GATTUUID.sig(0x2A24)
     public static let manufacturerName = GATTUUID.sig(0x2A29)
 
+    /// The Environmental Sensing characteristics a standard device offers.
+    static let emulatedEnvironment: Set<GATTUUID> = [
+        EnvironmentalSensing.Temperature.uuid, EnvironmentalSensing.Humidity.uuid, EnvironmentalSensing.Pressure.uuid,
+    ]
+
     public let model: EmulatedModel
     /// Attribute `i` has handle `i + 1`.
     public private(set) var attributes: [Attribute]
@@ -140,13 +166,29 @@ public struct AttributeTable: Sendable {
             b.characteristic(c, value: value)
         }
         b.characteristic(AttributeTable.manufacturerName, name: "Manufacturer Name String", properties: [.read],
-                         value: string("Texas Instruments"))
+                         value: string(model.hardware.isSensorTag ? "Texas Instruments" : "collectord emulator"))
 
         let omitPeriod = model.sensorsWithoutPeriod
-        for sensor in SensorProfile.all(for: model.hardware) where sensorServices {
-            b.service(sensor.service.uuid)
-            for c in sensor.service.characteristics {
+        // Several sensors may share a service (each Environmental Sensing characteristic is a
+        // sensor, and a declared profile may put several in one): each service once, with the
+        // characteristics of all its sensors.
+        var services: [(uuid: GATTUUID, characteristics: [CharacteristicProfile])] = []
+        for sensor in model.sensorProfiles where sensorServices {
+            let i = services.firstIndex { $0.uuid == sensor.service.uuid } ?? services.count
+            if i == services.count { services.append((sensor.service.uuid, [])) }
+            for var c in sensor.service.characteristics where !services[i].characteristics.contains(where: { $0.uuid == c.uuid }) {
                 if c.role == .period && omitPeriod.contains(sensor.sensor) { continue }
+                // The emulated board measures temperature, humidity and pressure, as a BME280 does.
+                if sensor.service.uuid == EnvironmentalSensing.uuid && !AttributeTable.emulatedEnvironment.contains(c.uuid) { continue }
+                if !model.notifies && sensor.service.uuid == EnvironmentalSensing.uuid {
+                    c = CharacteristicProfile(name: c.name, uuid: c.uuid, properties: [.read], role: c.role, initialValue: c.initialValue)
+                }
+                services[i].characteristics.append(c)
+            }
+        }
+        for service in services {
+            b.service(service.uuid)
+            for c in service.characteristics {
                 var value = c.initialValue
                 // AA43 holds nothing until the barometer config is written 2 (calibrate).
                 if c.role == .calibration { value = Array(repeating: 0, count: c.initialValue.count) }

@@ -376,6 +376,7 @@ public final class SensorTagEmulator {
             let allowed: UInt16 = table[valueHandle]!.properties.contains(.notify) ? ClientConfiguration.notify : 0x0002
             guard v == ClientConfiguration.off || v == allowed else { return .tiInvalidValue }
             server.table.setValue(value, at: handle)
+            subscriptionChanged(valueHandle, on: v != ClientConfiguration.off)
             return nil
         }
         guard let (index, role) = roles[handle] else {
@@ -383,6 +384,13 @@ public final class SensorTagEmulator {
             return nil
         }
         let sensor = sensors[index].profile.sensor
+        if sensors[index].profile.declared != nil {
+            // A declared device takes its enable and period bytes as written; it measures while
+            // subscribed (or all the time when it is only read).
+            server.table.setValue(value, at: handle)
+            if role == .period && sensors[index].enabled { schedule(index, from: loop.now) }
+            return nil
+        }
         switch (sensor, role) {
         case (.io, .data):
             guard value.count == 1 else { return .invalidAttributeValueLength }
@@ -412,6 +420,21 @@ public final class SensorTagEmulator {
             server.table.setValue(value, at: handle)
         }
         return nil
+    }
+
+    /// A standard device has no config characteristic: it measures while someone listens.
+    private func subscriptionChanged(_ valueHandle: UInt16, on: Bool) {
+        guard model.generation == .standard, let (i, _) = roles[valueHandle],
+              sensors[i].profile.sensor != .battery else { return }
+        if on && !sensors[i].enabled {
+            sensors[i].enabled = true
+            sensors[i].updates = 1  // no "no measurement yet" placeholder: the first update measures
+            schedule(i, from: loop.now)
+        } else if !on {
+            loop.cancel(sensors[i].timer)
+            sensors[i].timer = nil
+            sensors[i].enabled = false
+        }
     }
 
     private func applyIOMode(_ mode: CC2650.IO.Mode) {
@@ -481,6 +504,10 @@ public final class SensorTagEmulator {
     private func period(_ i: Int) -> Duration {
         if let notificationInterval { return notificationInterval }
         let s = sensors[i]
+        if let encoding = s.profile.declared?.period?.encoding, let p = s.period, let bytes = table[p]?.value, !bytes.isEmpty {
+            let v = bytes.enumerated().reduce(0) { $0 | Int($1.element) << (8 * $1.offset) }
+            return .milliseconds(max(10, v * encoding.granularity))
+        }
         if let p = s.period, let byte = table[p]?.value.first { return .milliseconds(Int(byte) * 10) }
         return .milliseconds(s.profile.periodLimits?.defaultValue ?? 1000)
     }
@@ -509,8 +536,14 @@ public final class SensorTagEmulator {
         let sensor = sensors[i].profile.sensor
         let state = environment.state(at: seconds)
         lastStates[sensor] = state
-        let config = table[sensors[i].config!]!.value
+        let config = sensors[i].config.map { table[$0]!.value } ?? []
         switch (model.generation, sensor) {
+        case (.standard, .temperature): return SensorEncoding.standardTemperature(state)
+        case (.standard, .humidity): return SensorEncoding.standardHumidity(state)
+        case (.standard, .pressure): return SensorEncoding.standardPressure(state)
+        case (.standard, .heartRate): return SensorEncoding.standardHeartRate(state, beat: Int(truncatingIfNeeded: sensors[i].updates))
+        case (.standard, _) where sensors[i].profile.declared != nil:
+            return SensorEncoding.declared(sensors[i].profile.declared!.decoding, state, count: sensors[i].updates)
         case (.cc2541, .temperature): return SensorEncoding.cc2541Temperature(state)
         case (.cc2541, .accelerometer): return SensorEncoding.cc2541Accelerometer(state, range: sensors[i].cc2541Range)
         case (.cc2541, .humidity): return SensorEncoding.cc2541Humidity(state)
@@ -551,7 +584,7 @@ public final class SensorTagEmulator {
     private func buildSensors() {
         sensors = []
         roles = [:]
-        for profile in SensorProfile.all(for: model.hardware) {
+        for profile in model.sensorProfiles {
             let service = profile.service.uuid
             guard let data = table.valueHandle(profile.data, in: service) else { continue }
             let config = profile.config.flatMap { table.valueHandle($0, in: service) }
@@ -564,6 +597,17 @@ public final class SensorTagEmulator {
             if let config { roles[config] = (index, .config) }
             if let period { roles[period] = (index, .period) }
             if let calibration { roles[calibration] = (index, .calibration) }
+        }
+        // A standard device holds a measurement from power-on (there is no config to switch its
+        // sensors on); one that cannot notify measures all the time, to be read at any moment.
+        if model.generation == .standard {
+            for i in sensors.indices where sensors[i].profile.pollable { server.table.setValue(measure(i), at: sensors[i].data) }
+        }
+        for i in sensors.indices where sensors[i].profile.pollable
+            && (sensors[i].profile.declared?.notifies == false || model.generation == .standard && !model.notifies) {
+            sensors[i].enabled = true
+            sensors[i].updates = 1
+            schedule(i, from: loop.now)
         }
     }
 

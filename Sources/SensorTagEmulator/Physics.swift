@@ -182,6 +182,54 @@ public enum SensorEncoding {
         return serialized(CC2650.Humidity.Data(rawValue: [t, h])!)
     }
 
+    /// Environmental Sensing Temperature: sint16 in 0.01 °C.
+    public static func standardTemperature(_ s: PhysicalState) -> [UInt8] {
+        serialized(EnvironmentalSensing.Temperature(rawValue: Int16(clamping: rounded(s.humidityCelsius * 100)))!)
+    }
+
+    /// Environmental Sensing Humidity: uint16 in 0.01 %.
+    public static func standardHumidity(_ s: PhysicalState) -> [UInt8] {
+        serialized(EnvironmentalSensing.Humidity(rawValue: UInt16(clamping: rounded(min(100, max(0, s.relativeHumidity)) * 100)))!)
+    }
+
+    /// Environmental Sensing Pressure: uint32 in 0.1 Pa.
+    public static func standardPressure(_ s: PhysicalState) -> [UInt8] {
+        serialized(EnvironmentalSensing.Pressure(rawValue: UInt32(clamping: rounded(s.pressureHectopascal * 1000)))!)
+    }
+
+    /// A Heart Rate Measurement with contact detected, an 8-bit rate between 60 and 80 bpm that
+    /// follows the room's light (any slow signal will do), and the RR interval that rate implies;
+    /// every tenth beat also carries the energy expended.
+    public static func standardHeartRate(_ s: PhysicalState, beat: Int) -> [UInt8] {
+        let bpm = UInt8(60 + Int(s.illuminanceLux) % 21)
+        let rr = UInt16(clamping: rounded(60.0 / Double(bpm) * 1024))
+        var flags: UInt8 = 0x06 | 0x10
+        var out: [UInt8] = []
+        if beat % 10 == 0 { flags |= 0x08 }
+        out = [flags, bpm]
+        if beat % 10 == 0 { out += [UInt8(truncatingIfNeeded: beat), UInt8(truncatingIfNeeded: beat >> 8)] }
+        out += [UInt8(truncatingIfNeeded: rr), UInt8(truncatingIfNeeded: rr >> 8)]
+        return out
+    }
+
+    /// A declared characteristic: each field measures the room quantity its device class (or
+    /// name) says, anything else counts the updates; the value is put back into the declared
+    /// scale and offset and encoded in the declared shape.
+    public static func declared(_ d: DeclaredDecoding, _ s: PhysicalState, count: UInt64) -> [UInt8] {
+        let values = d.fields.map { f -> Double in
+            let physical: Double
+            switch f.deviceClass ?? f.name.description {
+            case "temperature": physical = s.humidityCelsius
+            case "humidity": physical = s.relativeHumidity
+            case "pressure", "atmospheric_pressure": physical = s.pressureHectopascal
+            case "illuminance": physical = s.illuminanceLux
+            default: physical = Double(count)
+            }
+            return (physical - f.offset) / f.scale
+        }
+        return d.shape.encode(values)
+    }
+
     /// BMP280 as the firmware sends it: 0.01 °C in a signed 24-bit field, Pa in an unsigned one.
     public static func cc2650Barometer(_ s: PhysicalState) -> [UInt8] {
         let t = Int24(truncating: Int32(clamping: rounded(s.ambientCelsius * 100)))

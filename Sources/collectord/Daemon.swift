@@ -200,7 +200,9 @@ final class Daemon: TagSupervisorDelegate {
                 fleet.route(tag.name, to: p.add(tag))
                 if let s = fleet.supervisors[tag.name], s.state == .streaming {
                     // The link stays up: what the tag said it is carries over, so it is announced.
-                    if let model = s.session?.model { p.identified(tag.name, model: model, firmware: s.session?.firmware) }
+                    if let session = s.session, let model = session.model {
+                        p.identified(tag.name, model: model, firmware: session.firmware, sensors: session.streamingSensors)
+                    }
                     p.setOnline(tag.name, true)
                 }
             }
@@ -295,7 +297,7 @@ final class Daemon: TagSupervisorDelegate {
         switch event {
         case .ready(let model, let firmware):
             Log.notice("\(name): streaming (\(model), firmware \(firmware ?? "unknown"))")
-            publication.identified(name, model: model, firmware: firmware)
+            publication.identified(name, model: model, firmware: firmware, sensors: s.session?.streamingSensors)
             publication.setOnline(name, true)
         case .disconnected, .forcedDisconnect, .timeout:
             publication.setOnline(name, false)

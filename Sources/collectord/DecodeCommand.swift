@@ -1,3 +1,5 @@
+import Configuration
+import Model
 import Profiles
 import Publishing
 
@@ -12,7 +14,9 @@ import Glibc
 ///
 ///     {"model":"cc2650","sensor":"keys","fields":{"pressed":{"value":[0,2]}},"raw":"05"}
 struct Decode: Command {
-    static let model = Option<String>("model", help: "Tag model: cc2541, cc2650 or cc1350.")
+    static let model = Option<String?>("model", help: "Tag model: cc2541, cc2650, cc1350 or gatt (a standard Bluetooth device; implied by --profile).")
+    static let profile = Option<String?>("profile", valueName: "name", help: "A device profile declared in the configuration ([[profile]]): decode one of its sensors.")
+    static let config = Option<String>("config", default: "/etc/collectord.conf", valueName: "path", help: "The configuration that declares --profile.")
     static let sensor = Option<String>("sensor", help: "Sensor whose data characteristic the bytes came from.")
     static let hex = Option<String>("hex", valueName: "bytes", help: "Payload bytes in hex, e.g. \"54 FF 3C 0D\" (spaces, ':' or '-' between bytes are optional).")
     static let range = Option<String?>("range", help: "Accelerometer range: 2g, 4g, 8g, 16g (cc2650 movement) or 2g, 4g, 8g, legacy (cc2541; default from --firmware, else 8g). The daemon reads it back from the tag.")
@@ -31,10 +35,12 @@ struct Decode: Command {
                        --hex "80 00 00 FF 00 00 00 20 00 F0 00 40 64 00 38 FF 2C 01"
             Exit status: 0 decoded, 64 bad arguments, 65 the payload does not decode.
             """,
-        arguments: [model, sensor, hex, range, firmware, calibration, s0, magScale, ioMode]
+        arguments: [model, profile, config, sensor, hex, range, firmware, calibration, s0, magScale, ioMode]
     )
 
-    var model: String
+    var model: String?
+    var profile: String?
+    var config: String
     var sensor: String
     var hex: String
     var range: String?
@@ -46,6 +52,8 @@ struct Decode: Command {
 
     init(_ arguments: ParsedArguments) {
         model = arguments[Self.model]
+        profile = arguments[Self.profile]
+        config = arguments[Self.config]
         sensor = arguments[Self.sensor]
         hex = arguments[Self.hex]
         range = arguments[Self.range]
@@ -69,14 +77,19 @@ struct Decode: Command {
 
     /// Everything but the printing, so tests can call it.
     func decode() throws(DecodeFailure) -> String {
-        guard let model = Model(rawValue: model.lowercased()) else {
-            throw .usage("unknown model '\(model)' (expected \(Model.allCases.map(\.rawValue).joined(separator: ", ")))")
+        let declared = try declaredProfile()
+        guard let name = self.model ?? (declared != nil ? "gatt" : nil) else { throw .usage("--model or --profile is required") }
+        guard let model = Model(rawValue: name.lowercased()) else {
+            throw .usage("unknown model '\(name)' (expected \(Model.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
-        guard let sensor = Sensor(rawValue: sensor.lowercased()) else {
-            throw .usage("unknown sensor '\(self.sensor)' (expected one of \(Sensor.allCases.map(\.rawValue).joined(separator: ", ")))")
+        if declared != nil && model != .gatt { throw .usage("--profile describes a generic device: --model must be gatt (or left out)") }
+        let declaredSensors = declared?.characteristics.map(\.sensor) ?? []
+        guard let sensor = declaredSensors.first(where: { $0.rawValue == self.sensor }) ?? Sensor(rawValue: sensor.lowercased()) else {
+            let names = (Sensor.allCases + declaredSensors).map(\.rawValue).joined(separator: ", ")
+            throw .usage("unknown sensor '\(self.sensor)' (expected one of \(names))")
         }
-        guard let profile = SensorProfile.lookup(model, sensor) else {
-            let available = SensorProfile.all(for: model).map(\.sensor.rawValue).joined(separator: ", ")
+        guard let profile = declared?.profile(for: sensor) ?? SensorProfile.lookup(model, sensor) else {
+            let available = (SensorProfile.all(for: model).map(\.sensor) + declaredSensors).map(\.rawValue).joined(separator: ", ")
             throw .usage("\(model) has no \(sensor) sensor (it has \(available))")
         }
         let payload: [UInt8]
@@ -90,6 +103,20 @@ struct Decode: Command {
             return ReadingEncoder.text(of: reading, model: model, appending: [("raw", Hex.bytes(reading.raw))])
         } catch {
             throw .data("\(error)")
+        }
+    }
+
+    /// The `[[profile]]` named by --profile, from a configuration that validates.
+    func declaredProfile() throws(DecodeFailure) -> DeviceProfile? {
+        guard let name = profile else { return nil }
+        switch DaemonConfiguration.load(path: config) {
+        case .failure(let errors):
+            throw .usage("--config: \(errors.lines.first ?? config) (run collectord check-config --config \(config))")
+        case .success(let c):
+            // Tags name the profiles they use; a profile no tag uses is still declared there.
+            if let found = c.profiles[name] { return found }
+            let known = c.profiles.keys.sorted()
+            throw .usage("--profile: \(config) declares no profile '\(name)'" + (known.isEmpty ? "" : " (it declares \(known.joined(separator: ", ")))"))
         }
     }
 

@@ -2,13 +2,16 @@
 import Glibc
 #endif
 import Acquisition
+import Configuration
 import Profiles
 import SensorTagEmulator
 
 /// `collectord emulate`: a SensorTag on a second adapter (or a virtual controller), for trying
 /// the daemon without hardware and for the end-to-end tests.
 struct Emulate: Command {
-    static let model = Option("model", default: "cc2650", help: "Tag model: cc2541, cc2650 or cc1350.")
+    static let model = Option("model", default: "cc2650", help: "Tag model: cc2541, cc2650, cc1350, or gatt (a standard Bluetooth device: Environmental Sensing, Heart Rate, Battery).")
+    static let profile = Option<String?>("profile", valueName: "name", help: "With --model gatt: also serve the characteristics of this [[profile]] of --config.")
+    static let config = Option<String>("config", default: "/etc/collectord.conf", valueName: "path", help: "The configuration that declares --profile.")
     static let adapter = Option("adapter", default: "hci1", valueName: "hciN", help: "Adapter to advertise and accept connections on.")
     static let firmware = Option<String?>("firmware", valueName: "revision", help: "Firmware revision string to report (default: the model's usual one).")
     static let seed = Option<UInt64>("seed", default: 1, valueName: "n", help: "Seed for the simulated environment, so two tags differ.")
@@ -34,11 +37,13 @@ struct Emulate: Command {
             instead (for `run --tag-sockets`, the benchmarks and the soak), and prints a summary \
             line on SIGTERM; SIGUSR1 drops every link.
             """,
-        arguments: [model, adapter, firmware, seed, socketDir, tags, firstAddress, intervalUs, dropEvery, malformedEvery, silentTags,
+        arguments: [model, profile, config, adapter, firmware, seed, socketDir, tags, firstAddress, intervalUs, dropEvery, malformedEvery, silentTags,
                     unknownHandleMs, withoutSensorServices, hostileStrings]
     )
 
     var model: String
+    var profile: String?
+    var config: String
     var adapter: String
     var firmware: String?
     var seed: UInt64
@@ -55,6 +60,8 @@ struct Emulate: Command {
 
     init(_ arguments: ParsedArguments) {
         model = arguments[Self.model]
+        profile = arguments[Self.profile]
+        config = arguments[Self.config]
         adapter = arguments[Self.adapter]
         firmware = arguments[Self.firmware]
         seed = arguments[Self.seed]
@@ -79,7 +86,7 @@ struct Emulate: Command {
 
     func run() throws {
         guard let hardware = Model(rawValue: model.lowercased()) else {
-            writeStderr("collectord emulate: unknown model '\(model)' (expected cc2541, cc2650, cc1350)\n")
+            writeStderr("collectord emulate: unknown model '\(model)' (expected cc2541, cc2650, cc1350, gatt)\n")
             throw ExitCode(64)
         }
         let emulated: EmulatedModel
@@ -87,6 +94,26 @@ struct Emulate: Command {
         case .cc2541: emulated = firmware.map { .cc2541(firmware: $0) } ?? .cc2541()
         case .cc2650: emulated = firmware.map { .cc2650(firmware: $0) } ?? .cc2650()
         case .cc1350: emulated = firmware.map { .cc1350(firmware: $0) } ?? .cc1350()
+        case .gatt:
+            var declared: DeviceProfile?
+            if let profile {
+                switch DaemonConfiguration.load(path: config) {
+                case .failure(let errors):
+                    writeStderr("collectord emulate: --config: \(errors.lines.first ?? config)\n")
+                    throw ExitCode(64)
+                case .success(let c):
+                    guard let found = c.profiles[profile] else {
+                        writeStderr("collectord emulate: --profile: \(config) declares no profile '\(profile)'\n")
+                        throw ExitCode(64)
+                    }
+                    declared = found
+                }
+            }
+            emulated = .standard(firmware: firmware ?? "2.1.0", profile: declared)
+        }
+        if profile != nil && hardware != .gatt {
+            writeStderr("collectord emulate: --profile describes a generic device: use --model gatt\n")
+            throw ExitCode(64)
         }
         guard let hostile = hostileKinds, (unknownHandleMs ?? 1) > 0 else {
             writeStderr("collectord emulate: bad --hostile-strings (expected \(HostileString.allCases.map(\.rawValue).joined(separator: ", ")) or all) or --unknown-handle-ms\n")

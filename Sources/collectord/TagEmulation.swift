@@ -22,6 +22,7 @@ final class TagEmulation {
         case .cc2541: model = .cc2541()
         case .cc2650: model = .cc2650()
         case .cc1350: model = .cc1350()
+        case .gatt: model = .standard(profile: tag.profile)
         }
         air.add(SensorTagEmulator(model: model, loop: loop, seed: seed), at: tag.address)
         seed += 1

@@ -21,6 +21,8 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
     var events: [(tag: String, event: ConnectionEvent, at: Instant)] = []
     var readings: [String: [Sensor: [(Reading, Instant)]]] = [:]
     var logs: [String] = []
+    /// The lines logged at error level or worse.
+    var errorLogs: [String] = []
     var inFlight = 0
     var maxInFlight = 0
 
@@ -32,6 +34,7 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
     /// Adds an emulated tag and a supervisor for it with every sensor of its model enabled.
     @discardableResult
     func add(_ model: EmulatedModel, name: String, sensors: [SensorConfiguration]? = nil, pinned: Model? = nil,
+             profile: DeviceProfile? = nil,
              backoff: Backoff = Backoff(base: .seconds(1), cap: .seconds(30), maxAttempts: 5),
              floodLimit: Int = 2) -> (TagSupervisor, SensorTagEmulator) {
         let index = emulators.count
@@ -39,7 +42,8 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
         let emulator = SensorTagEmulator(model: model, loop: loop, seed: UInt64(index + 1))
         air.add(emulator, at: address)
         let all = SensorProfile.all(for: model.hardware).filter(\.notifies).map { SensorConfiguration($0.sensor) }
-        let tag = TagConfiguration(name: name, address: address, model: pinned, sensors: sensors ?? all, floodLimit: floodLimit)
+        var tag = TagConfiguration(name: name, address: address, model: pinned, sensors: sensors ?? all, floodLimit: floodLimit)
+        tag.profile = profile
         let s = TagSupervisor(tag: tag, sink: Readings(of: tag, into: self), loop: loop, adapter: adapter, monitor: air,
                               cache: cache, backoff: backoff)
         s.random = { 0.5 }
@@ -65,7 +69,10 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
 
     // TagSupervisorDelegate
     func supervisor(_ s: TagSupervisor, event: ConnectionEvent) { events.append((s.tag.name, event, loop.now)) }
-    func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) { logs.append("\(s.tag.name): \(message)") }
+    func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {
+        logs.append("\(s.tag.name): \(message)")
+        if level <= .error { errorLogs.append("\(s.tag.name): \(message)") }
+    }
 
     /// One tag's sink: records each reading under the tag's name and configured sensor, with the
     /// time it arrived.
@@ -111,7 +118,10 @@ func plausible(_ r: Reading) -> Bool {
         case .degreesPerSecond: if !(-250...250).contains(v) { return false }
         case .microtesla: if !(-1000...1000).contains(v) { return false }
         case .percent: if !(0...100).contains(v) { return false }
-        case .none: break
+        case .beatsPerMinute: if !(30...220).contains(v) { return false }
+        case .second: if !(0.2...2).contains(v) { return false }
+        case .kilojoule: if !(0...65535).contains(v) { return false }
+        case .none, .meter, .metersPerSecond, .degree, .wattsPerSquareMeter: break
         }
     }
     return true

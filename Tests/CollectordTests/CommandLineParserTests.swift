@@ -271,8 +271,8 @@ private struct Probe: Command {
         let decode = program.help(for: Decode.self)
         #expect(decode.hasPrefix("OVERVIEW: Decode one SensorTag payload and print the reading as JSON.\n\n"))
         #expect(decode.contains("\nExample: collectord decode --model cc2650 --sensor movement --range 8g \\\n           --hex "))
-        #expect(decode.contains("USAGE: collectord decode --model <model> --sensor <sensor> --hex <bytes>\n" +
-                                "                         [--range <range>]"))
+        #expect(decode.contains("USAGE: collectord decode [--model <model>] [--profile <name>] [--config <path>]\n" +
+                                "                         --sensor <sensor> --hex <bytes> [--range <range>]"))
         let probe = program.help(for: Probe.self)
         #expect(probe.contains("""
             USAGE: collectord probe --name <name> [--label <label>] [--count <n>]

@@ -78,9 +78,9 @@ import Publishing
         (["--model", "cc2650", "--sensor", "gyroscope", "--hex", "00"], 64,
          "cc2650 has no gyroscope sensor (it has temperature, humidity, barometer, movement, light, keys, battery, io)"),
         (["--model", "cc9999", "--sensor", "keys", "--hex", "00"], 64,
-         "unknown model 'cc9999' (expected cc2541, cc2650, cc1350)"),
+         "unknown model 'cc9999' (expected cc2541, cc2650, cc1350, gatt)"),
         (["--model", "cc2650", "--sensor", "thermometer", "--hex", "00"], 64,
-         "unknown sensor 'thermometer' (expected one of temperature, accelerometer, humidity, magnetometer, barometer, gyroscope, movement, light, keys, battery, io, test)"),
+         "unknown sensor 'thermometer' (expected one of temperature, accelerometer, humidity, magnetometer, barometer, gyroscope, movement, light, keys, battery, io, test, pressure, elevation, uv_index, dew_point, irradiance, wind_speed, wind_direction, heart_rate)"),
         (["--model", "cc2650", "--sensor", "keys", "--hex", "0G"], 64,
          "--hex: invalid hex character 'G' at position 2"),
         (["--model", "cc2650", "--sensor", "keys", "--hex", "123"], 64,
@@ -199,10 +199,31 @@ import Publishing
         #expect(r.stderr.filter { $0 == "\n" }.count == 1)
     }
 
+    /// A sensor of a profile declared in a configuration, decoded by hand.
+    @Test func decodeADeclaredProfile() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-decode-\(UUID().uuidString).conf").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try declaredProfileConfig.write(toFile: path, atomically: true, encoding: .utf8)
+        // Big-endian int16 pair at 0.01: 0x0898 = 22.00 °C, 0x1388 = 50.00 %.
+        let p = DecodeProcessTests()
+        var r = try p.run(["decode", "--config", path, "--profile", "thermo", "--sensor", "climate", "--hex", "08 98 13 88"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.stdout == "{\"model\":\"gatt\",\"sensor\":\"climate\",\"fields\":{\"temperature\":{\"value\":22.0},\"humidity\":{\"value\":50.0}},\"raw\":\"08 98 13 88\"}\n")
+        // The offset: 0x50 - 40 = 40.
+        r = try p.run(["decode", "--config", path, "--profile", "thermo", "--sensor", "gas", "--hex", "10 00 50"])
+        #expect(r.stdout.contains("\"quality\":{\"value\":40.0}"), "\(r.stdout)")
+        r = try p.run(["decode", "--config", path, "--profile", "thermo", "--sensor", "gas", "--hex", "10 00"])
+        #expect(r.status == 65)
+        #expect(r.stderr == "collectord decode: declared characteristic: expected 3 bytes, got 2\n")
+        r = try p.run(["decode", "--config", path, "--profile", "thermos", "--sensor", "gas", "--hex", "00"])
+        #expect(r.status == 64)
+        #expect(r.stderr == "collectord decode: --profile: \(path) declares no profile 'thermos' (it declares thermo)\n")
+    }
+
     @Test func emulateRejectsUnknownModels() throws {
         let r = try DecodeProcessTests().run(["emulate", "--model", "cc9999"])
         #expect(r.status == 64)
-        #expect(r.stderr == "collectord emulate: unknown model 'cc9999' (expected cc2541, cc2650, cc1350)\n")
+        #expect(r.stderr == "collectord emulate: unknown model 'cc9999' (expected cc2541, cc2650, cc1350, gatt)\n")
     }
 }
 

@@ -247,6 +247,12 @@ private let cellar = BluetoothAddress("54:6C:0E:53:00:01")!
                 func config(_ ms: Int) -> String {
                     "[[tag]]\nname = \"t\"\naddress = \"B0:B4:48:C9:4A:85\"\n\(modelLine)\n[tag.sensors.\(sensor)]\nperiod_ms = \(ms)\n"
                 }
+                if model == .gatt, profiles.allSatisfy(\.pollable) {
+                    // A standard characteristic's period is how often it is read if it cannot notify.
+                    #expect(valid(config(Schema.pollRange.lowerBound))?.tags.first?.sensors.first?.periodMilliseconds == 1000)
+                    #expect(errorLines(config(Schema.pollRange.lowerBound - 10)).count == 1)
+                    continue
+                }
                 if limits.isEmpty {
                     #expect(errorLines(config(1000)) == ["test.conf:6: tag \"t\": sensors.\(sensor).period_ms: \(sensor) has no period (it notifies on change)"])
                     continue
@@ -478,7 +484,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
     @Test func everyOptionIsDocumentedInOrder() {
         let text = readText(shippedPath)
         var cursor = text.startIndex
-        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "tag"].contains($0) }
+        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "profile", "tag"].contains($0) }
             + Schema.mqtt.filter { $0 != "tls" } + Schema.tls + Schema.reconnect + Schema.spool + Schema.homeAssistant
             + Schema.tag.filter { $0 != "sensors" }
         for key in all {

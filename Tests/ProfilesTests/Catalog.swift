@@ -246,9 +246,29 @@ enum Catalog {
         .string(DeviceInformation.FirmwareRevision.self, "Firmware Revision String"),
     ]
 
-    static let all = cc2541 + cc2650 + shared
+    /// The Bluetooth SIG characteristics a standard (`gatt`) device may have (GATT Specification
+    /// Supplement). The Heart Rate Measurement is variable-length, not a serde shape:
+    /// StandardProfileTests covers it.
+    static let standard: [Codec] = [
+        .raw(EnvironmentalSensing.Temperature.self, "Temperature", 2),
+        .raw(EnvironmentalSensing.Humidity.self, "Humidity", 2),
+        .raw(EnvironmentalSensing.Pressure.self, "Pressure", 4),
+        .raw(EnvironmentalSensing.Elevation.self, "Elevation", 3),
+        .raw(EnvironmentalSensing.UVIndex.self, "UV Index", 1),
+        .raw(EnvironmentalSensing.DewPoint.self, "Dew Point", 1),
+        .raw(EnvironmentalSensing.Irradiance.self, "Irradiance", 2),
+        .raw(EnvironmentalSensing.TrueWindSpeed.self, "True Wind Speed", 2),
+        .raw(EnvironmentalSensing.TrueWindDirection.self, "True Wind Direction", 2),
+        .raw(HeartRate.BodySensorLocation.self, "Body Sensor Location", 1),
+    ]
+
+    static let all = cc2541 + cc2650 + shared + standard
 
     static func forModel(_ model: Model) -> [Codec] {
-        (model.generation == .cc2541 ? cc2541 : cc2650) + shared
+        switch model.generation {
+        case .cc2541: return cc2541 + shared
+        case .cc2650: return cc2650 + shared
+        case .standard: return standard + [.raw(Battery.Level.self, "Battery Level", 1)] + shared
+        }
     }
 }

@@ -52,6 +52,9 @@ struct ByteDomain: Sendable, CustomTestStringConvertible {
         ByteDomain("CC2650 IO Config", { $0 <= 2 }),                           // 3.6: ≥ 3 rejected
         ByteDomain("Battery Level", { $0 <= 100 }),
         ByteDomain("Simple Keys Data", any),
+        ByteDomain("UV Index", any),
+        ByteDomain("Dew Point", any),
+        ByteDomain("Body Sensor Location", { $0 <= 6 }),                       // HRS 3.2: 0 other … 6 foot
     ]
 }
 

@@ -39,6 +39,18 @@ struct DataSpec: Sendable, CustomTestStringConvertible {
         DataSpec(.cc2650, .keys, "Simple Keys Data", .exactly(1)),
         DataSpec(.cc2650, .battery, "Battery Level", .exactly(1)),
         DataSpec(.cc2650, .io, "CC2650 IO Data", .exactly(1)),
+        // The Bluetooth SIG's (GATT Specification Supplement).
+        DataSpec(.gatt, .temperature, "Temperature", .exactly(2)),
+        DataSpec(.gatt, .humidity, "Humidity", .exactly(2)),
+        DataSpec(.gatt, .pressure, "Pressure", .exactly(4)),
+        DataSpec(.gatt, .elevation, "Elevation", .exactly(3)),
+        DataSpec(.gatt, .uvIndex, "UV Index", .exactly(1)),
+        DataSpec(.gatt, .dewPoint, "Dew Point", .exactly(1)),
+        DataSpec(.gatt, .irradiance, "Irradiance", .exactly(2)),
+        DataSpec(.gatt, .windSpeed, "True Wind Speed", .exactly(2)),
+        DataSpec(.gatt, .windDirection, "True Wind Direction", .exactly(2)),
+        DataSpec(.gatt, .heartRate, "Heart Rate Measurement", .range(min: 2, max: 23)),
+        DataSpec(.gatt, .battery, "Battery Level", .exactly(1)),
     ]
 }
 

@@ -53,6 +53,7 @@ extension UInt8: RandomWireValue {}
 extension Int8: RandomWireValue {}
 extension UInt16: RandomWireValue {}
 extension Int16: RandomWireValue {}
+extension UInt32: RandomWireValue {}
 
 extension UInt24: RandomWireValue {
     static var edges: [UInt24] { [0, 1, 0x7F_FFFF, 0x80_0000, 0xFF_FFFE, 0xFF_FFFF].map { UInt24(exactly: $0)! } }

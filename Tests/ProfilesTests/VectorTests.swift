@@ -101,6 +101,41 @@ enum Typed {
     static let battery: TypedDecoder = { b, _ in
         numbers(try SerDe.deserialize(Battery.Level.self, from: b.span.bytes).percent)
     }
+    static let essTemperature: TypedDecoder = { b, _ in
+        numbers(try SerDe.deserialize(EnvironmentalSensing.Temperature.self, from: b.span.bytes).celsius)
+    }
+    static let essHumidity: TypedDecoder = { b, _ in
+        numbers(try SerDe.deserialize(EnvironmentalSensing.Humidity.self, from: b.span.bytes).percent)
+    }
+    static let essPressure: TypedDecoder = { b, _ in
+        numbers(try SerDe.deserialize(EnvironmentalSensing.Pressure.self, from: b.span.bytes).hectopascal)
+    }
+    static let essElevation: TypedDecoder = { b, _ in
+        numbers(try SerDe.deserialize(EnvironmentalSensing.Elevation.self, from: b.span.bytes).meters)
+    }
+    static let essUVIndex: TypedDecoder = { b, _ in
+        numbers(try SerDe.deserialize(EnvironmentalSensing.UVIndex.self, from: b.span.bytes).index)
+    }
+    static let essDewPoint: TypedDecoder = { b, _ in
+        numbers(try SerDe.deserialize(EnvironmentalSensing.DewPoint.self, from: b.span.bytes).celsius)
+    }
+    static let essIrradiance: TypedDecoder = { b, _ in
+        numbers(try SerDe.deserialize(EnvironmentalSensing.Irradiance.self, from: b.span.bytes).wattsPerSquareMeter)
+    }
+    static let essWindSpeed: TypedDecoder = { b, _ in
+        numbers(try SerDe.deserialize(EnvironmentalSensing.TrueWindSpeed.self, from: b.span.bytes).metersPerSecond)
+    }
+    static let essWindDirection: TypedDecoder = { b, _ in
+        numbers(try SerDe.deserialize(EnvironmentalSensing.TrueWindDirection.self, from: b.span.bytes).degrees)
+    }
+    static let heartRate: TypedDecoder = { b, _ in
+        let m = try HeartRate.Measurement(from: b.span.bytes)
+        var out: [FieldValue] = [.number(Double(m.beatsPerMinute))]
+        if let contact = m.contact { out.append(.number(contact ? 1 : 0)) }
+        if let energy = m.energyExpended { out.append(.number(Double(energy))) }
+        for i in 0..<m.rrCount { out.append(.number(m.rrSeconds(i))) }
+        return out
+    }
 }
 
 struct Vector: Sendable, CustomTestStringConvertible {
@@ -255,7 +290,29 @@ enum Vectors {
         }
     }
 
-    static let all = cc2541 + cc2650 + keys
+    /// The Bluetooth SIG characteristics of a standard device, worked from the GATT Specification
+    /// Supplement's format, unit and exponent for each (the bytes are the value's wire form).
+    static let standard: [Vector] = [
+        Vector(.gatt, .temperature, "0A 09", note: "sint16 0.01 °C", [n("temperature", 23.14, 2, .celsius)], typed: Typed.essTemperature),
+        Vector(.gatt, .temperature, "F6 FF", note: "negative", [n("temperature", -0.10, 2, .celsius)], typed: Typed.essTemperature),
+        Vector(.gatt, .humidity, "10 27", note: "uint16 0.01 %", [n("humidity", 100.00, 2, .percentRH)], typed: Typed.essHumidity),
+        Vector(.gatt, .humidity, "39 12", [n("humidity", 46.65, 2, .percentRH)], typed: Typed.essHumidity),
+        Vector(.gatt, .pressure, "02 76 0F 00", note: "uint32 0.1 Pa, in hPa", [n("pressure", 1013.250, 3, .hectopascal)], typed: Typed.essPressure),
+        Vector(.gatt, .elevation, "2E FB FF", note: "sint24 0.01 m", [n("elevation", -12.34, 2, .meter)], typed: Typed.essElevation),
+        Vector(.gatt, .uvIndex, "0B", [n("uv_index", 11, 0, .none)], typed: Typed.essUVIndex),
+        Vector(.gatt, .dewPoint, "F1", note: "sint8 °C", [n("dew_point", -15, 0, .celsius)], typed: Typed.essDewPoint),
+        Vector(.gatt, .irradiance, "2C 01", note: "uint16 0.1 W/m²", [n("irradiance", 30.0, 1, .wattsPerSquareMeter)], typed: Typed.essIrradiance),
+        Vector(.gatt, .windSpeed, "E8 03", note: "uint16 0.01 m/s", [n("speed", 10.00, 2, .metersPerSecond)], typed: Typed.essWindSpeed),
+        Vector(.gatt, .windDirection, "9F 8C", note: "uint16 0.01°", [n("direction", 359.99, 2, .degree)], typed: Typed.essWindDirection),
+        Vector(.gatt, .heartRate, "00 48", note: "8-bit rate only", [n("heart_rate", 72, 0, .beatsPerMinute)], typed: Typed.heartRate),
+        Vector(.gatt, .heartRate, "01 2C 01", note: "16-bit rate", [n("heart_rate", 300, 0, .beatsPerMinute)], typed: Typed.heartRate),
+        Vector(.gatt, .heartRate, "1E 3C 10 00 00 04 00 02", note: "contact, energy, two RR intervals",
+               [n("heart_rate", 60, 0, .beatsPerMinute), n("contact", 1, 0, .none), n("energy_expended", 16, 0, .kilojoule),
+                n("rr_1", 1.0, 4, .second), n("rr_2", 0.5, 4, .second)], typed: Typed.heartRate),
+        Vector(.gatt, .battery, "57", [n("level", 87, 0, .percent)], typed: Typed.battery),
+    ]
+
+    static let all = cc2541 + cc2650 + keys + standard
 }
 
 @Suite struct VectorTests {

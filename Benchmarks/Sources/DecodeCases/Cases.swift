@@ -28,14 +28,17 @@ public struct DecodeCase: Sendable {
     public let naive: @Sendable ([UInt8]) -> [String: Double]
     /// Field names in decode order, to compare the naive dictionary with the zero-copy reading.
     public let fieldNames: [String]
+    /// A sensor declared in the configuration (`[[profile]]`), decoded by its declaration.
+    public var declared: DeclaredCharacteristic? = nil
 
     /// `<model>/<sensor><variant>`, e.g. `cc2650/barometer-4byte`.
-    public var kind: String { "\(model.rawValue)/\(sensor.rawValue)\(variant)" }
+    public var kind: String { declared == nil ? "\(model.rawValue)/\(sensor.rawValue)\(variant)" : "declared/\(sensor.rawValue)" }
     public var zeroCopyName: String { "decode/\(kind)" }
     public var naiveName: String { "naive/\(kind)" }
 
     /// The runtime profile the daemon would use for this payload.
     public var profile: SensorProfile {
+        if let declared { return declared.profile }
         guard let p = SensorProfile.lookup(model, sensor) else { fatalError("no profile for \(kind)") }
         return p
     }
@@ -187,6 +190,25 @@ public let decodeCases: [DecodeCase] = {
                    settings: selfTest, expected: [0x7F], tolerance: 0,
                    source: "3.6, self-test mode, 7F = all passed", naive: Naive.cc2650IO,
                    fieldNames: ["passed"]),
+        // Bluetooth SIG profiles of a standard device (GATT Specification Supplement).
+        DecodeCase(model: .gatt, sensor: .temperature, variant: "", payload: [0x0A, 0x09],
+                   settings: s, expected: [23.14], tolerance: 1e-9,
+                   source: "GSS Temperature, sint16 0.01 °C", naive: Naive.essTemperature,
+                   fieldNames: ["temperature"]),
+        DecodeCase(model: .gatt, sensor: .heartRate, variant: "", payload: [0x1E, 0x3C, 0x10, 0x00, 0x00, 0x04, 0x00, 0x02],
+                   settings: s, expected: [60, 1, 16, 1.0, 0.5], tolerance: 1e-9,
+                   source: "GSS Heart Rate Measurement: contact, energy, two RR intervals", naive: Naive.heartRate,
+                   fieldNames: ["heart_rate", "contact", "energy_expended", "rr_1", "rr_2"]),
+        // Declared in the configuration: a vendor's big-endian int16 pair at 0.01, and a raw
+        // array pair (three int16 and two uint8) with scales and an offset.
+        DecodeCase(model: .gatt, sensor: Sensor(declared: "climate"), variant: "", payload: [0x08, 0x98, 0x13, 0x88],
+                   settings: s, expected: [22.0, 50.0], tolerance: 1e-9,
+                   source: "declared raw_array int16 x2 big endian, scale 0.01", naive: Naive.declaredClimate,
+                   fieldNames: ["temperature", "humidity"], declared: declaredClimate),
+        DecodeCase(model: .gatt, sensor: Sensor(declared: "motion"), variant: "", payload: [0x00, 0x10, 0x00, 0xF0, 0xFF, 0x7F, 0x64, 0x32],
+                   settings: s, expected: [1.0, -1.0, 7.999755859375, 100, 10], tolerance: 1e-9,
+                   source: "declared raw_array_pair int16 x3 (1/4096 g) + uint8 x2 (offset -40)", naive: Naive.declaredMotion,
+                   fieldNames: ["x", "y", "z", "battery", "temperature"], declared: declaredMotion),
     ]
 }()
 
@@ -230,3 +252,21 @@ public func checkDecodeCases() -> [String] {
     }
     return problems
 }
+
+// MARK: - Declared characteristics
+
+public let declaredClimate = DeclaredCharacteristic(
+    sensor: Sensor(declared: "climate"), service: GATTUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!,
+    uuid: GATTUUID("6E400003-B5A3-F393-E0A9-E50E24DCCA9E")!,
+    decoding: DeclaredDecoding(shape: try! DeclaredShape(.rawArray, .int16, count: 2, byteOrder: .big),
+                               fields: [DeclaredField(name: "temperature", scale: 0.01), DeclaredField(name: "humidity", scale: 0.01)])!,
+    notifies: true)
+
+public let declaredMotion = DeclaredCharacteristic(
+    sensor: Sensor(declared: "motion"), service: GATTUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!,
+    uuid: GATTUUID("6E400007-B5A3-F393-E0A9-E50E24DCCA9E")!,
+    decoding: DeclaredDecoding(shape: try! DeclaredShape(.rawArrayPair, .int16, count: 3, second: .uint8, count2: 2),
+                               fields: [DeclaredField(name: "x", scale: 1.0 / 4096), DeclaredField(name: "y", scale: 1.0 / 4096),
+                                        DeclaredField(name: "z", scale: 1.0 / 4096), DeclaredField(name: "battery"),
+                                        DeclaredField(name: "temperature", offset: -40)])!,
+    notifies: true)

@@ -208,4 +208,47 @@ public enum Naive {
         guard data.count == 1, let v = scalar(data, as: UInt8.self) else { return [:] }
         return ["passed": Double(v)]
     }
+
+    // MARK: Standard and declared
+
+    public static let essTemperature: @Sendable ([UInt8]) -> [String: Double] = { bytes in
+        let data = Data(bytes)
+        guard data.count == 2, let t = scalar(data, as: Int16.self) else { return [:] }
+        return ["temperature": Double(t) / 100]
+    }
+
+    public static let heartRate: @Sendable ([UInt8]) -> [String: Double] = { bytes in
+        let data = Data(bytes)
+        guard let flags = scalar(data, as: UInt8.self) else { return [:] }
+        var out: [String: Double] = [:]
+        var offset = 1
+        if flags & 0x01 != 0 {
+            out["heart_rate"] = Double(scalar(data.subdata(in: offset ..< offset + 2), as: UInt16.self) ?? 0); offset += 2
+        } else {
+            out["heart_rate"] = Double(scalar(data.subdata(in: offset ..< offset + 1), as: UInt8.self) ?? 0); offset += 1
+        }
+        if flags & 0x04 != 0 { out["contact"] = flags & 0x02 != 0 ? 1 : 0 }
+        if flags & 0x08 != 0 {
+            out["energy_expended"] = Double(scalar(data.subdata(in: offset ..< offset + 2), as: UInt16.self) ?? 0); offset += 2
+        }
+        if flags & 0x10 != 0 {
+            let rr = array(data.subdata(in: offset ..< data.count), as: UInt16.self)
+            for (i, v) in rr.enumerated() { out["rr_\(i + 1)"] = Double(v) / 1024 }
+        }
+        return out
+    }
+
+    public static let declaredClimate: @Sendable ([UInt8]) -> [String: Double] = { bytes in
+        let values = array(Data(bytes), as: UInt16.self).map { Double(Int16(bitPattern: $0.byteSwapped)) }
+        guard values.count == 2 else { return [:] }
+        return ["temperature": values[0] * 0.01, "humidity": values[1] * 0.01]
+    }
+
+    public static let declaredMotion: @Sendable ([UInt8]) -> [String: Double] = { bytes in
+        let data = Data(bytes)
+        guard data.count == 8 else { return [:] }
+        let axes = array(data.subdata(in: 0 ..< 6), as: Int16.self).map { Double($0) / 4096 }
+        let tail = array(data.subdata(in: 6 ..< 8), as: UInt8.self).map(Double.init)
+        return ["x": axes[0], "y": axes[1], "z": axes[2], "battery": tail[0], "temperature": tail[1] - 40]
+    }
 }

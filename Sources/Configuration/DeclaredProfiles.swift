@@ -1,0 +1,277 @@
+// Device profiles declared in the configuration (`[[profile]]`): BlueCap's profile DSL as TOML.
+// Each profile names the characteristics a kind of device offers: where each is (service and
+// characteristic UUID), its serde shape, what each value means (name, scale, offset, unit, Home
+// Assistant device class), and how it is switched on, paced and received. A tag uses one with
+// `profile = "<name>"` (its model is then `gatt`). Every problem is reported at its line.
+
+import Model
+import Profiles
+
+extension Schema {
+    static let profile = ["name", "characteristic"]
+    static let characteristic = ["sensor", "service", "uuid", "shape", "type", "count", "type2", "count2", "byte_order",
+                                 "notify", "enable", "period", "fields"]
+    static let enableWrite = ["uuid", "value"]
+    static let periodWrite = ["uuid", "encoding"]
+    static let field = ["name", "scale", "offset", "unit", "device_class"]
+    static let shapes = ShapeKind.allCases.map { ($0.rawValue, $0) }
+    static let scalarTypes = ScalarType.allCases.map { ($0.rawValue, $0) }
+    static let byteOrders = ByteOrder.allCases.map { ($0.rawValue, $0) }
+    static let periodEncodings = PeriodEncoding.allCases.map { ($0.rawValue, $0) }
+    static let fieldNameHelp = "lower-case letters, digits and '_', starting with a letter"
+}
+
+extension Validator {
+    /// Every `[[profile]]`, by name. A profile with errors is reported and left out, so a tag
+    /// naming it gets no second, misleading error.
+    mutating func profiles(_ root: TOMLTable) -> (profiles: [String: DeviceProfile], invalid: Set<String>) {
+        guard let v = root["profile"] else { return ([:], []) }
+        guard let items = v.array else {
+            report(v.line, nil, "profile must be an array of tables: start each profile with [[profile]] (got \(v.typeName))")
+            return ([:], [])
+        }
+        var profiles: [String: DeviceProfile] = [:]
+        var lines: [String: Int] = [:]
+        var invalid = Set<String>()
+        for (index, item) in items.enumerated() {
+            guard let t = item.table else {
+                report(item.line, nil, "profile must be an array of tables (element \(index + 1) is \(item.typeName))")
+                continue
+            }
+            let errorsBefore = errors.count
+            var scope = Scope(context: "profile #\(index + 1)")
+            var name: String?
+            if let (n, line) = string(t, "name", Scope(context: scope.context)) {
+                scope.context = "profile \(quoted(n))"
+                if n.isEmpty {
+                    report(line, scope.context, "name must not be empty")
+                } else if let first = lines[n] {
+                    report(line, scope.context, "name \(quoted(n)) is already used by the profile at line \(first)")
+                } else {
+                    lines[n] = line
+                    name = n
+                }
+            } else if t["name"] == nil {
+                report(t.line, scope.context, "missing required key \"name\"")
+            }
+            checkKeys(t, allowed: Schema.profile, scope)
+            let characteristics = declaredCharacteristics(t, scope)
+            if errors.count == errorsBefore, let name {
+                profiles[name] = DeviceProfile(name: name, characteristics: characteristics)
+            } else if let name {
+                invalid.insert(name)
+            }
+        }
+        return (profiles, invalid)
+    }
+
+    private mutating func declaredCharacteristics(_ t: TOMLTable, _ scope: Scope) -> [DeclaredCharacteristic] {
+        guard let v = t["characteristic"] else {
+            report(t.line, scope.context, "a profile needs at least one [[profile.characteristic]]")
+            return []
+        }
+        guard let items = v.array else {
+            report(v.line, scope.context, "characteristic must be an array of tables: [[profile.characteristic]] (got \(v.typeName))")
+            return []
+        }
+        var out: [DeclaredCharacteristic] = []
+        var sensors: [Sensor: Int] = [:]
+        for item in items {
+            guard let c = item.table else {
+                report(item.line, scope.context, "characteristic must be a table (got \(item.typeName))")
+                continue
+            }
+            if let d = declaredCharacteristic(c, scope, sensors: &sensors) { out.append(d) }
+        }
+        return out
+    }
+
+    private mutating func declaredCharacteristic(_ c: TOMLTable, _ profileScope: Scope,
+                                                 sensors: inout [Sensor: Int]) -> DeclaredCharacteristic? {
+        let errorsBefore = errors.count
+        var scope = Scope(context: profileScope.context, prefix: "characteristic.")
+        checkKeys(c, allowed: Schema.characteristic, scope)
+
+        var sensor: Sensor?
+        if let (s, line) = string(c, "sensor", scope) {
+            scope.prefix = "characteristic \(quoted(s)): "
+            if s.isEmpty || !s.utf8.allSatisfy(isFieldNameByte) || !(s.utf8.first.map(isLowerLetter) ?? false) {
+                report(line, scope.context, "sensor must be \(Schema.fieldNameHelp), since it is an MQTT topic level (got \(quoted(s)))")
+            } else if Sensor(rawValue: s) != nil {
+                report(line, scope.context, "sensor \(quoted(s)) is a built-in sensor's name; give the declared one its own")
+            } else if let first = sensors[Sensor(declared: s)] {
+                report(line, scope.context, "sensor \(quoted(s)) is already declared at line \(first)")
+            } else {
+                sensor = Sensor(declared: s)
+                sensors[Sensor(declared: s)] = line
+            }
+        } else if c["sensor"] == nil {
+            report(c.line, scope.context, "characteristic: missing required key \"sensor\"")
+        }
+        let service = uuid(c, "service", scope, required: true)
+        let uuid = self.uuid(c, "uuid", scope, required: true)
+
+        let kind = choice(c, "shape", scope, Schema.shapes)
+        if kind == nil && c["shape"] == nil { report(c.line, scope.context, "\(scope.prefix)missing required key \"shape\"") }
+        let needsType = kind != .string
+        let type = choice(c, "type", scope, Schema.scalarTypes)
+        if needsType && type == nil && c["type"] == nil {
+            report(c.line, scope.context, "\(scope.prefix)missing required key \"type\" (one of \(ScalarType.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        let hasSecond = kind == .rawPair || kind == .rawArrayPair
+        let type2 = choice(c, "type2", scope, Schema.scalarTypes)
+        if hasSecond && type2 == nil && c["type2"] == nil {
+            report(c.line, scope.context, "\(scope.prefix)a \(kind!.rawValue) needs \"type2\", the second part's type")
+        }
+        let count = integer(c, "count", scope, in: 1...Reading.maxFields, default: 1)
+        let count2 = integer(c, "count2", scope, in: 1...Reading.maxFields, default: 1)
+        let order = choice(c, "byte_order", scope, Schema.byteOrders) ?? .little
+        for (key, allowed) in [("count", kind == .rawArray || kind == .rawArrayPair), ("type2", hasSecond),
+                               ("count2", kind == .rawArrayPair), ("type", needsType)] where !allowed {
+            if let v = c[key], let kind {
+                report(v.line, scope.context, "\(scope.prefix)\(key) does not apply to a \(kind.rawValue)")
+            }
+        }
+
+        var shape: DeclaredShape?
+        if let kind, !needsType || type != nil, !hasSecond || type2 != nil {
+            do {
+                // A count that does not apply was reported above; the shape is checked without it.
+                let isArray = kind == .rawArray || kind == .rawArrayPair
+                shape = try DeclaredShape(kind, type ?? .uint8, count: isArray ? count : 1, second: type2 ?? .uint8,
+                                          count2: kind == .rawArrayPair ? count2 : 1, byteOrder: order)
+            } catch {
+                report(c["shape"]?.line ?? c.line, scope.context, "\(scope.prefix)\(error)")
+            }
+        }
+        if kind == .string {
+            // Text carries no number to publish: a string characteristic is for identification,
+            // which the Device Information service already gives.
+            report(c["shape"]?.line ?? c.line, scope.context,
+                   "\(scope.prefix)a string characteristic has no value to publish; declare the numbers a sensor sends")
+        }
+
+        let fields = declaredFields(c, scope, expected: shape?.valueCount)
+        let notify = bool(c, "notify", scope, default: true)
+        var enable: (uuid: GATTUUID, bytes: [UInt8])?
+        if let t = table(c, "enable", scope) {
+            var s = scope
+            s.prefix += "enable."
+            checkKeys(t, allowed: Schema.enableWrite, s)
+            let u = self.uuid(t, "uuid", s, required: true)
+            let bytes = hexBytes(t, "value", s)
+            if let u, let bytes { enable = (u, bytes) }
+        }
+        var period: (uuid: GATTUUID, encoding: PeriodEncoding)?
+        if let t = table(c, "period", scope) {
+            var s = scope
+            s.prefix += "period."
+            checkKeys(t, allowed: Schema.periodWrite, s)
+            let u = self.uuid(t, "uuid", s, required: true)
+            let encoding = choice(t, "encoding", s, Schema.periodEncodings)
+            if encoding == nil && t["encoding"] == nil {
+                report(t.line, s.context, "\(s.prefix)missing required key \"encoding\" (one of \(PeriodEncoding.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            if let u, let encoding { period = (u, encoding) }
+        }
+
+        guard errors.count == errorsBefore, let sensor, let service, let uuid, let shape, let fields,
+              let decoding = DeclaredDecoding(shape: shape, fields: fields) else { return nil }
+        return DeclaredCharacteristic(sensor: sensor, service: service, uuid: uuid, decoding: decoding, notifies: notify,
+                                      enable: enable, period: period)
+    }
+
+    /// `fields = [{ name = "…", scale = …, offset = …, unit = "…", device_class = "…" }, …]`: one
+    /// per value the shape yields, in wire order.
+    private mutating func declaredFields(_ c: TOMLTable, _ scope: Scope, expected: Int?) -> [DeclaredField]? {
+        guard let v = value(c, "fields", .array, scope), let items = v.array else {
+            if c["fields"] == nil { report(c.line, scope.context, "\(scope.prefix)missing required key \"fields\"") }
+            return nil
+        }
+        if let expected, items.count != expected {
+            report(v.line, scope.context, "\(scope.prefix)fields lists \(items.count) field\(items.count == 1 ? "" : "s") but the shape yields \(expected) value\(expected == 1 ? "" : "s")")
+            return nil
+        }
+        var out: [DeclaredField] = []
+        var names: Set<String> = []
+        for item in items {
+            guard let f = item.table else {
+                report(item.line, scope.context, "\(scope.prefix)each field must be an inline table like { name = \"temperature\", scale = 0.01 } (got \(item.typeAndValue))")
+                continue
+            }
+            var s = scope
+            s.prefix += "fields."
+            checkKeys(f, allowed: Schema.field, s)
+            guard let (name, line) = string(f, "name", s) else {
+                if f["name"] == nil { report(item.line, s.context, "\(s.prefix)missing required key \"name\"") }
+                continue
+            }
+            guard !name.isEmpty, name.utf8.allSatisfy(isFieldNameByte), isLowerLetter(name.utf8.first!) else {
+                report(line, s.context, "\(s.prefix)name must be \(Schema.fieldNameHelp) (got \(quoted(name)))")
+                continue
+            }
+            guard names.insert(name).inserted else {
+                report(line, s.context, "\(s.prefix)name \(quoted(name)) is used twice")
+                continue
+            }
+            let scale = finiteNumber(f, "scale", s, default: 1)
+            let offset = finiteNumber(f, "offset", s, default: 0)
+            let unit = string(f, "unit", s)?.value
+            let deviceClass = string(f, "device_class", s).flatMap { (d, line) -> String? in
+                guard !d.isEmpty, d.utf8.allSatisfy(isFieldNameByte) else {
+                    report(line, s.context, "\(s.prefix)device_class must be a Home Assistant device class such as \"temperature\" (got \(quoted(d)))")
+                    return nil
+                }
+                return d
+            }
+            out.append(DeclaredField(name: name, scale: scale, offset: offset, unit: unit, deviceClass: deviceClass))
+        }
+        return out.count == items.count ? out : nil
+    }
+
+    private mutating func uuid(_ t: TOMLTable, _ key: String, _ scope: Scope, required: Bool) -> GATTUUID? {
+        guard let (s, line) = string(t, key, scope) else {
+            if required && t[key] == nil { report(t.line, scope.context, "\(scope.prefix)missing required key \(quoted(key))") }
+            return nil
+        }
+        guard let u = GATTUUID(s) else {
+            report(line, scope.context, "\(scope.prefix)\(key) must be a 16-bit UUID such as \"181A\" or a 128-bit one such as \"6E400001-B5A3-F393-E0A9-E50E24DCCA9E\" (got \(quoted(s)))")
+            return nil
+        }
+        return u
+    }
+
+    /// "01", "01 00" or "0100": one to 20 bytes, in hex.
+    private mutating func hexBytes(_ t: TOMLTable, _ key: String, _ scope: Scope) -> [UInt8]? {
+        guard let (s, line) = string(t, key, scope) else {
+            if t[key] == nil { report(t.line, scope.context, "\(scope.prefix)missing required key \(quoted(key))") }
+            return nil
+        }
+        let digits = s.utf8.filter { $0 != UInt8(ascii: " ") }
+        var bytes: [UInt8] = []
+        var ok = digits.count % 2 == 0 && !digits.isEmpty && digits.count <= 40
+        var i = digits.startIndex
+        while ok && i < digits.endIndex {
+            guard let hi = Hex.value(ofDigit: digits[i]), let lo = Hex.value(ofDigit: digits[i + 1]) else { ok = false; break }
+            bytes.append(hi << 4 | lo)
+            i += 2
+        }
+        guard ok else {
+            report(line, scope.context, "\(scope.prefix)\(key) must be 1 to 20 bytes in hex, such as \"01\" or \"01 00\" (got \(quoted(s)))")
+            return nil
+        }
+        return bytes
+    }
+
+    private mutating func finiteNumber(_ t: TOMLTable, _ key: String, _ scope: Scope, default d: Double) -> Double {
+        guard let v = value(t, key, .number, scope), let x = v.number else { return d }
+        guard x.isFinite else {
+            report(v.line, scope.context, "\(scope.prefix)\(key) must be a finite number (got \(v.tomlLiteral))")
+            return d
+        }
+        return x
+    }
+
+    func isFieldNameByte(_ c: UInt8) -> Bool { (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x5F }
+    func isLowerLetter(_ c: UInt8) -> Bool { c >= 0x61 && c <= 0x7A }
+}

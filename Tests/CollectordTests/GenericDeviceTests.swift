@@ -1,0 +1,106 @@
+// Generic Bluetooth LE devices end to end: `model = "gatt"` (the SIG's standard profiles) and a
+// device described by a `[[profile]]` in the configuration, emulated in-process, through the
+// daemon to a real mosquitto broker and a real subscriber.
+
+import Foundation
+import Testing
+import TestSupport
+
+let declaredProfileConfig = """
+    [[profile]]
+    name = "thermo"
+
+    [[profile.characteristic]]
+    sensor = "climate"
+    service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+    uuid = "6E400003-B5A3-F393-E0A9-E50E24DCCA9E"
+    shape = "raw_array"
+    type = "int16"
+    count = 2
+    byte_order = "big"
+    enable = { uuid = "6E400004-B5A3-F393-E0A9-E50E24DCCA9E", value = "01" }
+    period = { uuid = "6E400005-B5A3-F393-E0A9-E50E24DCCA9E", encoding = "uint16_ms" }
+    fields = [
+      { name = "temperature", scale = 0.01, unit = "°C", device_class = "temperature" },
+      { name = "humidity", scale = 0.01, unit = "%", device_class = "humidity" },
+    ]
+
+    [[profile.characteristic]]
+    sensor = "gas"
+    service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+    uuid = "6E400006-B5A3-F393-E0A9-E50E24DCCA9E"
+    shape = "raw_pair"
+    type = "uint16"
+    type2 = "uint8"
+    notify = false
+    fields = [{ name = "ppm" }, { name = "quality", offset = -40 }]
+
+    [[tag]]
+    name = "greenhouse"
+    address = "C0:FF:EE:00:00:01"
+    profile = "thermo"
+    [tag.sensors.climate]
+    period_ms = 500
+    [tag.sensors.gas]
+    period_ms = 1000
+
+    [[tag]]
+    name = "board"
+    address = "C0:FF:EE:00:00:02"
+    model = "gatt"
+    """
+
+@Suite(.serialized) struct GenericDeviceTests {
+    @Test func standardAndDeclaredDevicesReachASubscriber() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "#")
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: declaredProfileConfig))
+        try daemon.start()
+        let expected = ["greenhouse/climate", "greenhouse/gas", "board/temperature", "board/humidity", "board/pressure",
+                        "board/heart_rate"]
+        #expect(sub.waitFor(seconds: 60) { s in expected.allSatisfy { s.seqs($0).count >= 3 } }, "\(daemon.log)")
+        #expect(sub.waitFor(seconds: 10) { $0.seqs("board/battery").count >= 1 }, "the battery level, read after setup")
+        let (_, status) = daemon.stop()
+        sub.stop()
+        #expect(status == 0)
+        let lines = sub.lines
+        let seqs = sequences(lines)
+        for key in expected { #expect(gapFree(seqs[key] ?? []), "\(key): \(seqs[key] ?? [])") }
+        let readings = lines.compactMap(Published.init)
+        // Declared fields, at their declared scale: a room's temperature and humidity.
+        let climate = try #require(readings.last { $0.tag == "greenhouse" && $0.sensor == "climate" })
+        let t = try #require(climate.fields["temperature"]?["value"] as? Double)
+        let h = try #require(climate.fields["humidity"]?["value"] as? Double)
+        #expect((-10...50).contains(t) && (0...100).contains(h), "\(climate.fields)")
+        let gas = try #require(readings.last { $0.tag == "greenhouse" && $0.sensor == "gas" })
+        #expect(Set(gas.fields.keys) == ["ppm", "quality"])
+        // The standard device: SIG units.
+        let hr = try #require(readings.last { $0.tag == "board" && $0.sensor == "heart_rate" })
+        #expect(hr.fields["heart_rate"]?["unit"] as? String == "bpm")
+        let pressure = try #require(readings.last { $0.tag == "board" && $0.sensor == "pressure" })
+        #expect((900...1100).contains(pressure.fields["pressure"]?["value"] as? Double ?? 0))
+        // Home Assistant: one device each; the declared fields with their declared unit and class,
+        // the standard device with only what it offered (no elevation, wind …), RR intervals off.
+        var devices: [String: [String: [String: Any]]] = [:]
+        for line in lines where line.topic.hasPrefix("homeassistant/device/") && !line.payload.isEmpty {
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(line.payload.utf8)) as? [String: Any])
+            let name = try #require((json["dev"] as? [String: Any])?["name"] as? String)
+            devices[name] = try #require(json["cmps"] as? [String: [String: Any]])
+        }
+        let greenhouse = try #require(devices["greenhouse"], "\(devices.keys)")
+        let climateT = try #require(greenhouse["climate_temperature"], "\(greenhouse.keys)")
+        #expect(climateT["unit_of_measurement"] as? String == "°C")
+        #expect(climateT["device_class"] as? String == "temperature")
+        #expect(climateT["suggested_display_precision"] as? Int == 2)
+        #expect(greenhouse["gas_quality"]?["device_class"] == nil)
+        let board = try #require(devices["board"], "\(devices.keys)")
+        #expect(Set(board.keys.map { $0.split(separator: "_").first.map(String.init) ?? $0 })
+                    .isSubset(of: ["temperature", "humidity", "pressure", "heart", "battery"]), "\(board.keys.sorted())")
+        #expect(board["pressure_pressure"]?["suggested_display_precision"] as? Int == 3)
+        #expect(board["heart_rate_rr_1"]?["enabled_by_default"] as? Bool == false)
+        #expect(board["heart_rate_heart_rate"]?["unit_of_measurement"] as? String == "bpm")
+        // Sensors the board does not have are not published, and their absence is no error.
+        #expect(seqs["board/elevation"] == nil)
+        #expect(!daemon.log.contains("<3>"), "\(daemon.log)")
+    }
+}
