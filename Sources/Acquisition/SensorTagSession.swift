@@ -83,6 +83,9 @@ public final class SensorTagSession {
 
     public private(set) var model: Model?
     public private(set) var firmware: String?
+    /// A generic device's Manufacturer Name and Model Number strings, when it offers them.
+    public private(set) var manufacturer: String?
+    public private(set) var modelNumber: String?
     public private(set) var database: GATTDatabase?
     public private(set) var usedCache = false
     public private(set) var isReady = false
@@ -243,7 +246,7 @@ public final class SensorTagSession {
         database = db
         let detected: Model = db.service(CC2650.Movement.uuid) != nil || db.service(CC2650.Optical.uuid) != nil ? .cc2650 : .cc2541
         if let pinned = tag.model {
-            if pinned.generation != detected.generation {
+            if pinned.isSensorTag && pinned.generation != detected.generation {
                 log(.warning, "configured as \(pinned) but the services look like a \(detected); using \(pinned)")
             }
             model = pinned
@@ -251,7 +254,36 @@ public final class SensorTagSession {
             model = detected
         }
         log(.info, "\(model!) firmware \(firmware ?? "unknown")\(usedCache ? " (cached handles)" : "")")
-        setUp(0)
+        guard model == .gatt else { return setUp(0) }
+        readIdentity([.manufacturerName, .modelNumber], db)
+    }
+
+    /// A generic device says who made it and what it is in its Device Information strings (a
+    /// SensorTag is known by its model): read once per link, for Home Assistant's device entry.
+    /// An absent or unreadable string is left out, never a reason to fail.
+    private func readIdentity(_ pending: [DeviceInformationString], _ db: GATTDatabase) {
+        guard let which = pending.first else { return setUp(0) }
+        let rest = Array(pending.dropFirst())
+        guard let c = db.characteristic(which.uuid, in: DeviceInformation.uuid), c.properties.contains(.read) else {
+            return readIdentity(rest, db)
+        }
+        client.read(c.valueHandle) { [weak self] result in
+            guard let self, !self.ended else { return }
+            switch result {
+            case .failure(let e) where e == .att(.timeout) || e == .att(.disconnected):
+                return self.fail("device information", e)
+            case .failure:
+                break
+            case .success(let bytes):
+                // Text for a display: valid UTF-8, at most 64 bytes, no control characters.
+                let text = String(decoding: bytes.prefix(64), as: UTF8.self)
+                if !bytes.isEmpty, bytes.count <= 64, text.utf8.elementsEqual(bytes.prefix(64)),
+                   !text.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+                    if which == .manufacturerName { self.manufacturer = text } else { self.modelNumber = text }
+                }
+            }
+            self.readIdentity(rest, db)
+        }
     }
 
     private var legacyFirmware: Bool {

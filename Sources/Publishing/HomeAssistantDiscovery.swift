@@ -85,9 +85,14 @@ public struct HomeAssistantDiscovery: Sendable {
         public var displayName: String?
         /// A generic device's declared profile: its own sensors, with their units and classes.
         public var profile: DeviceProfile?
+        /// A generic device's Manufacturer Name and Model Number strings.
+        public var manufacturer: String?
+        public var modelName: String?
 
         public init(tag: String, address: String, model: Model, firmware: String? = nil, displayName: String? = nil,
-                    profile: DeviceProfile? = nil) {
+                    profile: DeviceProfile? = nil, manufacturer: String? = nil, modelName: String? = nil) {
+            self.manufacturer = manufacturer
+            self.modelName = modelName
             self.tag = tag
             self.address = address
             self.model = model
@@ -276,10 +281,12 @@ public struct HomeAssistantDiscovery: Sendable {
             ("identifiers", .array([.string(HomeAssistantDiscovery.nodeID(address: device.address))])),
             ("connections", .array([.array(["bluetooth", .string(device.address.lowercased())])])),
             ("name", .string(device.displayName ?? device.tag)),
-            ("model", .string(HomeAssistantDiscovery.modelName(device.model))),
+            ("model", .string(device.modelName ?? HomeAssistantDiscovery.modelName(device.model))),
         ]
         // A generic device's maker is whatever its Device Information says, not TI.
-        if device.model.isSensorTag { deviceMembers.insert(("manufacturer", "Texas Instruments"), at: 3) }
+        if let maker = device.model.isSensorTag ? "Texas Instruments" : device.manufacturer {
+            deviceMembers.insert(("manufacturer", .string(maker)), at: 3)
+        }
         if let firmware = device.firmware { deviceMembers.append(("sw_version", .string(firmware))) }
         let deviceKey = form == .device ? "dev" : "device"
         let originKey = form == .device ? "o" : "origin"

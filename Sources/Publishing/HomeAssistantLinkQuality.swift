@@ -17,6 +17,7 @@ extension HomeAssistantDiscovery {
             ("unit_of_measurement", "dBm"),
             ("device_class", "signal_strength"),
             ("state_class", "measurement"),
+            ("suggested_display_precision", .integer(0)),
             ("entity_category", "diagnostic"),
             ("enabled_by_default", false),
         ])

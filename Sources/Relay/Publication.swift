@@ -63,6 +63,9 @@ public final class Publication: MQTTPublisherDelegate {
         /// The sensors the device offered on its last connection, when known: a generic device
         /// is announced with those only, not with every standard sensor it was asked for.
         var offered: [Sensor]?
+        /// A generic device's Device Information: who made it, what it is.
+        var manufacturer: String?
+        var modelName: String?
         /// The other discovery form's config topics, announced by an earlier run: migrated to
         /// this form at the tag's first announcement, then emptied.
         var migration: [String]?
@@ -244,14 +247,18 @@ public final class Publication: MQTTPublisherDelegate {
     }
 
     /// The tag reported its model and firmware: (re)announce it to Home Assistant if that changed.
-    public func identified(_ name: String, model: Model, firmware: String?, sensors: [Sensor]? = nil) {
+    public func identified(_ name: String, model: Model, firmware: String?, sensors: [Sensor]? = nil,
+                           manufacturer: String? = nil, modelName: String? = nil) {
         guard let t = tags[name] else { return }
         let offered = model.isSensorTag ? nil : sensors
         let changed = !t.identified || t.model != model || t.firmware != firmware || t.offered != offered
+            || t.manufacturer != manufacturer || t.modelName != modelName
         t.identified = true
         t.model = model
         t.firmware = firmware
         t.offered = offered
+        t.manufacturer = manufacturer
+        t.modelName = modelName
         t.readings.identify(as: model)
         fit(t.readings.encoder)
         if changed { announce(t) }
@@ -298,7 +305,8 @@ public final class Publication: MQTTPublisherDelegate {
 
     private func device(_ t: Tag) -> HomeAssistantDiscovery.Device {
         HomeAssistantDiscovery.Device(tag: t.config.name, address: t.config.address.description,
-                                      model: t.model ?? .cc2650, firmware: t.firmware, profile: t.config.profile)
+                                      model: t.model ?? .cc2650, firmware: t.firmware, profile: t.config.profile,
+                                      manufacturer: t.manufacturer, modelName: t.modelName)
     }
 
     private func announce(_ t: Tag) {

@@ -201,7 +201,8 @@ final class Daemon: TagSupervisorDelegate {
                 if let s = fleet.supervisors[tag.name], s.state == .streaming {
                     // The link stays up: what the tag said it is carries over, so it is announced.
                     if let session = s.session, let model = session.model {
-                        p.identified(tag.name, model: model, firmware: session.firmware, sensors: session.streamingSensors)
+                        p.identified(tag.name, model: model, firmware: session.firmware, sensors: session.streamingSensors,
+                                     manufacturer: session.manufacturer, modelName: session.modelNumber)
                     }
                     p.setOnline(tag.name, true)
                 }
@@ -297,7 +298,8 @@ final class Daemon: TagSupervisorDelegate {
         switch event {
         case .ready(let model, let firmware):
             Log.notice("\(name): streaming (\(model), firmware \(firmware ?? "unknown"))")
-            publication.identified(name, model: model, firmware: firmware, sensors: s.session?.streamingSensors)
+            publication.identified(name, model: model, firmware: firmware, sensors: s.session?.streamingSensors,
+                                   manufacturer: s.session?.manufacturer, modelName: s.session?.modelNumber)
             publication.setOnline(name, true)
         case .disconnected, .forcedDisconnect, .timeout:
             publication.setOnline(name, false)

@@ -31,6 +31,10 @@ import Profiles
         #expect(hr.field("contact")?.value == .number(1))
         #expect(hr.field("rr_1")?.unit == .second)
         #expect(fleet.readings["esp"]?[.battery]?.first?.0.field("level")?.value == .number(87))
+        // Identified by its Device Information strings, and never taken for a mislabelled SensorTag.
+        #expect(s.session?.manufacturer == "collectord emulator")
+        #expect(s.session?.modelNumber == "Environmental Sensor")
+        #expect(!fleet.logs.contains { $0.contains("configured as") }, "\(fleet.logs)")
         // Absent characteristics are not errors.
         #expect(fleet.errorLogs.isEmpty, "\(fleet.errorLogs)")
         #expect(fleet.count("esp", .elevation) == 0)

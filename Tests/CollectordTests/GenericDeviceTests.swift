@@ -86,6 +86,10 @@ let declaredProfileConfig = """
             let json = try #require(try JSONSerialization.jsonObject(with: Data(line.payload.utf8)) as? [String: Any])
             let name = try #require((json["dev"] as? [String: Any])?["name"] as? String)
             devices[name] = try #require(json["cmps"] as? [String: [String: Any]])
+            // A generic device is who its Device Information strings say.
+            let dev = try #require(json["dev"] as? [String: Any])
+            #expect(dev["mf"] as? String ?? dev["manufacturer"] as? String == "collectord emulator", "\(dev)")
+            #expect(dev["mdl"] as? String ?? dev["model"] as? String == "Environmental Sensor", "\(dev)")
         }
         let greenhouse = try #require(devices["greenhouse"], "\(devices.keys)")
         let climateT = try #require(greenhouse["climate_temperature"], "\(greenhouse.keys)")
@@ -95,7 +99,7 @@ let declaredProfileConfig = """
         #expect(greenhouse["gas_quality"]?["device_class"] == nil)
         let board = try #require(devices["board"], "\(devices.keys)")
         #expect(Set(board.keys.map { $0.split(separator: "_").first.map(String.init) ?? $0 })
-                    .isSubset(of: ["temperature", "humidity", "pressure", "heart", "battery"]), "\(board.keys.sorted())")
+                    .isSubset(of: ["temperature", "humidity", "pressure", "heart", "battery", "signal"]), "\(board.keys.sorted())")
         #expect(board["pressure_pressure"]?["suggested_display_precision"] as? Int == 3)
         #expect(board["heart_rate_rr_1"]?["enabled_by_default"] as? Bool == false)
         #expect(board["heart_rate_heart_rate"]?["unit_of_measurement"] as? String == "bpm")
