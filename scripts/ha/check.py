@@ -140,6 +140,8 @@ def axes(prefix, names, unit, precision):
 
 
 KEY = {"device_class": None, "enabled": True, "entity_category": None, "state": "off"}
+# The link's signal strength (from the stats topic): a diagnostic, disabled until the user enables it.
+LINK = sensor("dBm", "signal_strength", precision=0, enabled=False, category="diagnostic")
 
 # What each model's tag is expected to become in Home Assistant with every streaming sensor on
 # (collectord's defaults): object id -> expectations.
@@ -154,6 +156,7 @@ EXPECTED = {
         "light_illuminance": sensor("lx", "illuminance"),
         "keys_pressed_0": KEY, "keys_pressed_1": KEY, "keys_pressed_2": KEY,
         "battery_level": sensor("%", "battery", precision=0, category="diagnostic"),
+        "signal_strength": LINK,
     },
     "cc2541": {
         "temperature_object": sensor("°C", "temperature"), "temperature_ambient": sensor("°C", "temperature"),
@@ -163,6 +166,7 @@ EXPECTED = {
         "barometer_temperature": sensor("°C", "temperature"), "barometer_pressure": sensor("hPa", "pressure"),
         **axes("gyroscope", "xyz", "°/s", 2),
         "keys_pressed_0": KEY, "keys_pressed_1": KEY, "keys_pressed_2": KEY,
+        "signal_strength": LINK,
     },
 }
 for table in EXPECTED.values():
