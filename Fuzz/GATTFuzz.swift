@@ -18,7 +18,8 @@
 //     closed the link" only if it did; `ready` only on an open link with a sensor set up; never
 //     two attempts in flight;
 //   * every reading comes from a handle the session set up: the one it discovered as that
-//     sensor's data characteristic, and the one the peer last sent a value for;
+//     sensor's data characteristic, and the one the peer last sent a value for (or is the keys'
+//     resting value, "none pressed", given once they are set up);
 //   * the client answers each request and indication of the peer exactly once (ATT's rule);
 //   * recovery: once the device behaves again, readings flow within two minutes if they do for a
 //     fresh supervisor of the same configuration;
@@ -803,6 +804,12 @@ final class GATTHarness: TagSupervisorDelegate {
         trace("\(loop.now) reading of sensor #\(sensor)")
         guard let s = supervisor.session else { violation("a reading without a session") }
         guard sensor >= 0, sensor < s.tag.sensors.count else { violation("a reading of sensor #\(sensor)") }
+        // The keys' resting value ("none pressed"), given once they are set up: no peer value is
+        // behind it (the firmware notifies changes only, and the keys cannot be read).
+        if let model = s.model, let resting = SensorProfile.lookup(model, s.tag.sensors[sensor].sensor)?.restingValue,
+           Array(reading.raw) == resting, s.setUpSensors.contains(where: { $0.sensor == sensor }) {
+            return
+        }
         guard let h = peer.valueHandle else { violation("a reading, but the peer sent no value") }
         guard s.setUpSensors.contains(where: { $0.sensor == sensor && $0.dataHandle == h }) else {
             violation("a reading of \(s.tag.sensors[sensor].sensor) from handle \(h), set up: \(s.setUpSensors)")
