@@ -74,7 +74,8 @@ public func fuzzConfiguration(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int3
 
 private func check(_ c: DaemonConfiguration) {
     let summary = c.summary()
-    require(summary.hasSuffix("\n") && summary.contains("adapter: \(c.adapter)"), "summary: \(summary)")
+    require(summary.hasSuffix("\n") && summary.contains((c.adapters.count == 1 ? "adapter: " : "adapters: ") + c.adapters.joined(separator: ", ")),
+            "summary: \(summary)")
     require(DaemonConfiguration.diff(old: c, new: c).isEmpty, "a configuration differs from itself")
     let fromDefault = DaemonConfiguration.diff(old: DaemonConfiguration(), new: c)
     require(fromDefault.added.count + fromDefault.unchanged.count + fromDefault.changed.count == c.tags.count)

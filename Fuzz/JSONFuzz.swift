@@ -48,7 +48,10 @@ private func fuzzReading(_ input: inout FuzzInput) {
     var reading = Reading(sensor, raw: raw.span.bytes)
     let fieldCount = Int(input.byte()) % (Reading.maxFields + 1)
     for _ in 0..<fieldCount {
-        let name = fieldNames[Int(input.byte()) % fieldNames.count]
+        // A built-in name (static text) or a declared one (a string from the configuration).
+        let pick = input.byte()
+        let literal = fieldNames[Int(pick >> 1) % fieldNames.count]
+        let name = pick & 1 == 0 ? FieldName(literal) : FieldName(declared: literal.description)
         let kind = input.byte()
         if kind & 0x80 != 0 {
             reading.append(Field(name, bits: UInt32(truncatingIfNeeded: input.u64())))
@@ -203,10 +206,13 @@ private func fuzzDiscovery(_ input: inout FuzzInput) {
     let mask = UInt16(input.byte()) | UInt16(input.byte()) << 8
     let sensors = Sensor.allCases.enumerated().filter { mask & (1 << $0.offset) != 0 }.map(\.element)
 
-    let discovery = HomeAssistantDiscovery(topics: topics, discoveryPrefix: discoveryPrefix, softwareVersion: version)
+    // The entity form: one config per entity, each checked whole; the device form below holds the
+    // same entities as the components of one config.
+    let discovery = HomeAssistantDiscovery(topics: topics, discoveryPrefix: discoveryPrefix, softwareVersion: version, form: .entity)
     let device = HomeAssistantDiscovery.Device(tag: tag, address: address, model: model, firmware: firmware, displayName: displayName)
     let messages = discovery.configs(for: device, sensors: sensors)
-    let stateTopics = Set(sensors.map { topics.reading(tag: tag, sensor: $0) })
+    // The readings' topics, and the stats for the link's signal strength.
+    let stateTopics = Set(sensors.map { topics.reading(tag: tag, sensor: $0) } + [topics.stats])
     let node = HomeAssistantDiscovery.nodeID(address: address)
     require(node.unicodeScalars.allSatisfy(HomeAssistantDiscovery.isTopicIDCharacter), "node id \(node)")
     for message in messages {
@@ -234,9 +240,21 @@ private func fuzzDiscovery(_ input: inout FuzzInput) {
         expectString(member(first, "topic") ?? .null, topics.status, message.payload)
         expectString(member(second, "topic") ?? .null, topics.availability(tag: tag), message.payload)
     }
+    // Removal empties the device config, every entity config and the availability.
     let removals = discovery.removals(for: device, sensors: sensors)
-    require(removals.count == messages.count + 1 && removals.allSatisfy { $0.payload.isEmpty })
-    require(zip(removals, messages).allSatisfy { $0.topic == $1.topic })
+    require(removals.count == messages.count + 2 && removals.allSatisfy { $0.payload.isEmpty })
+    require(zip(removals.dropFirst(), messages).allSatisfy { $0.topic == $1.topic })
+    require(removals.first?.topic == "\(discoveryPrefix)/device/\(node)/config" && removals.last?.topic == topics.availability(tag: tag))
+
+    var deviceForm = discovery
+    deviceForm.form = .device
+    let one = deviceForm.configs(for: device, sensors: sensors)
+    require(one.count == 1 && one[0].topic == "\(discoveryPrefix)/device/\(node)/config", "device form: \(one.map(\.topic))")
+    guard case .object(let config)? = JSONParser.parse(one[0].payload),
+          case .object(let components)? = config.first(where: { $0.0.elementsEqual("cmps".utf8) })?.1,
+          components.count == messages.count else {
+        fatalError("device form: \(describe(one[0].payload))")
+    }
 }
 
 // MARK: - Expectations
