@@ -42,7 +42,7 @@ nobody_with() {  # CAPS (e.g. net_raw,net_admin): sets $nobody, the command pref
 # The readings log grows by 50 lines a second: these scan it with one awk or grep each, not in a
 # bash loop, which falls behind it in this guest.
 readings_between() {  # FILE FROM_US TO_US: tag a's readings that arrived in [FROM, TO)
-  awk -v from="$2" -v to="$3" '$2 ~ /^collectord\/a\// && substr($3, 1, 1) == "{" {
+  awk -v from="$2" -v to="$3" '$2 ~ /^collectord\/tags\/a\// && substr($3, 1, 1) == "{" {
       split($1, t, "."); us = t[1] substr(t[2] "000000", 1, 6); if (us + 0 >= from + 0 && us + 0 < to + 0) n++ }
     END { print n + 0 }' "$1"
 }

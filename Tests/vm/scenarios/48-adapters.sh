@@ -12,7 +12,7 @@
 . "$VM_LIB"
 CONF=$OUT/collectord.conf
 M=$OUT/mqtt.log
-ev() { echo "collectord/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
+ev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
 
 mqtt_watch mqtt || fail "mosquitto_sub did not subscribe"
 daemon_config "$CONF" 3
@@ -38,10 +38,10 @@ for t in a:hci0 b:hci1 c:hci0; do
     || { mqtt_show "$M"; fail "tag ${t%%:*} not ready on ${t#*:}"; }
 done
 log "a and c ready on hci0, b on hci1"
-wait_for "$M" 'collectord/vm/stats .*"a":\{"state":"streaming","adapter":"hci0","rssi_dbm":-1,' 20 \
+wait_for "$M" 'collectord/daemon/vm/stats .*"a":\{"state":"streaming","adapter":"hci0","rssi_dbm":-1,' 20 \
   || { mqtt_show "$M"; fail "no stats with a's adapter and RSSI"; }
-expect "$M" 'collectord/vm/stats .*"b":\{"state":"streaming","adapter":"hci1","rssi_dbm":-1,' "b on hci1 in the stats, with its RSSI"
-expect "$M" "collectord/vm/stats .*\"adapters\":\\{\"hci0\":\\{\"up\":true,\"name\":\"hci0\",\"address\":\"$HCI0_ADDR\",\"tags\":2,\"max\":2\\},\"$HCI1_ADDR\":\\{\"up\":true,\"name\":\"hci1\",\"address\":\"$HCI1_ADDR\",\"tags\":1,\"max\":2\\}\\}" "both adapters in the stats"
+expect "$M" 'collectord/daemon/vm/stats .*"b":\{"state":"streaming","adapter":"hci1","rssi_dbm":-1,' "b on hci1 in the stats, with its RSSI"
+expect "$M" "collectord/daemon/vm/stats .*\"adapters\":\\{\"hci0\":\\{\"up\":true,\"name\":\"hci0\",\"address\":\"$HCI0_ADDR\",\"tags\":2,\"max\":2\\},\"$HCI1_ADDR\":\\{\"up\":true,\"name\":\"hci1\",\"address\":\"$HCI1_ADDR\",\"tags\":1,\"max\":2\\}\\}" "both adapters in the stats"
 
 # hci0 goes away.
 t_off=${EPOCHREALTIME/./}
@@ -52,7 +52,7 @@ mqtt_first "$M" "$(ev ready a).*on hci1\""; t_a_moved=$mqtt_t
 log "a streams on hci1 $(ms_between $t_off $t_a_moved) ms after hci0 was powered off"
 wait_for "$M" "$(ev adapter c).*\"detail\":\"waiting for an adapter \\(hci0 went away; no room on any other adapter\\)\"" 30 \
   || { mqtt_show "$M"; fail "c does not wait"; }
-wait_next "$M" '^[0-9.]+ collectord/a/humidity \{' 10 || fail "no reading of a on hci1"
+wait_next "$M" '^[0-9.]+ collectord/tags/a/humidity \{' 10 || fail "no reading of a on hci1"
 matches "$M" "$(ev ready c).*on hci1\"" && fail "c went over hci1's limit"
 
 # hci0 is back: c at once, a after 60 s.
@@ -68,7 +68,7 @@ mqtt_first "$M" "$(ev ready a)" 3; t_a_back=$mqtt_t
 back_ms=$(ms_between $t_on $t_a_back)
 log "a streams on hci0 again $back_ms ms after hci0 was powered on (it may return once hci0 has been up 60 s)"
 [ "$back_ms" -ge 59000 ] || fail "a was moved back after $back_ms ms, before hci0 had been up for 60 s"
-wait_next "$M" '^[0-9.]+ collectord/a/humidity \{' 10 || fail "no reading of a back on hci0"
+wait_next "$M" '^[0-9.]+ collectord/tags/a/humidity \{' 10 || fail "no reading of a back on hci0"
 log "a's events since hci0 was powered off:"
 tag_events "$M" a "$t_off"
 running daemon || fail "the daemon died"

@@ -14,7 +14,7 @@
 . "$VM_LIB"
 CONF=$OUT/collectord.conf
 M=$OUT/mqtt.log
-ev() { echo "collectord/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
+ev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
 
 mkdir -p /run/dbus /tmp/bluetooth-state /tmp/bluetooth-config
 cp /etc/bluetooth/main.conf /tmp/bluetooth-config/ 2>/dev/null || true
@@ -57,8 +57,8 @@ wait_for "$M" "$(ev advertisement_seen a)" 30 || { mqtt_show "$M"; fail "no adve
 wait_count "$M" "$(ev ready a)" 2 30 || { mqtt_show "$M"; fail "a not ready again"; }
 mqtt_first "$M" "$(ev ready a)" 2
 log "a ready again $(ms_between $t_restart $mqtt_t) ms after its new emulator started"
-n_a=$(count "$M" '^[0-9.]+ collectord/a/humidity \{')
-wait_count "$M" '^[0-9.]+ collectord/a/humidity \{' $((n_a + 3)) 15 || fail "a's readings did not resume"
+n_a=$(count "$M" '^[0-9.]+ collectord/tags/a/humidity \{')
+wait_count "$M" '^[0-9.]+ collectord/tags/a/humidity \{' $((n_a + 3)) 15 || fail "a's readings did not resume"
 
 # bluetoothctl's scan still reports: a new tag appears on hci3. In this rig a device is reported
 # to a discovery only if it starts advertising while that discovery runs: btvirt reports an
