@@ -87,6 +87,40 @@ class ProcSample:
         self.fds = len(os.listdir(f"/proc/{pid}/fd"))
 
 
+def fd_kinds(pid):
+    """The process's open descriptors by kind: "unix-stream", "unix-seqpacket", "unix-dgram",
+    "tcp", "socket" (another family), the anonymous inode's name ("[eventpoll]", "[signalfd]", …)
+    or "file". Sockets are told apart by their inode in the process's /proc/PID/net tables."""
+    unix_types = {"0001": "unix-stream", "0002": "unix-dgram", "0005": "unix-seqpacket"}
+    tables = {}
+    for name in ("unix", "tcp", "tcp6"):
+        try:
+            with open(f"/proc/{pid}/net/{name}") as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            if name == "unix" and len(parts) > 6:
+                tables[parts[6]] = unix_types.get(parts[4], "unix")
+            elif name != "unix" and len(parts) > 9:
+                tables[parts[9]] = "tcp"
+    kinds = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            kind = tables.get(target[8:-1], "socket")
+        elif target.startswith("anon_inode:"):
+            kind = target[len("anon_inode:"):]
+        else:
+            kind = "file"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return kinds
+
+
 def proc_io(pid):
     """/proc/PID/io as a dict of ints (rchar, wchar, syscr, syscw, read_bytes, write_bytes,
     cancelled_write_bytes), for the whole thread group."""
