@@ -19,6 +19,9 @@ extension Schema {
     static let byteOrders = ByteOrder.allCases.map { ($0.rawValue, $0) }
     static let periodEncodings = PeriodEncoding.allCases.map { ($0.rawValue, $0) }
     static let fieldNameHelp = "lower-case letters, digits and '_', starting with a letter"
+    /// What a reading's payload buffer is sized for (`ReadingEncoder.recommendedCapacity`).
+    static let fieldNameMax = 32
+    static let unitMax = 16
 }
 
 extension Validator {
@@ -210,13 +213,23 @@ extension Validator {
                 report(line, s.context, "\(s.prefix)name must be \(Schema.fieldNameHelp) (got \(quoted(name)))")
                 continue
             }
+            guard name.utf8.count <= Schema.fieldNameMax else {
+                report(line, s.context, "\(s.prefix)name must be at most \(Schema.fieldNameMax) bytes (got \(name.utf8.count))")
+                continue
+            }
             guard names.insert(name).inserted else {
                 report(line, s.context, "\(s.prefix)name \(quoted(name)) is used twice")
                 continue
             }
             let scale = finiteNumber(f, "scale", s, default: 1)
             let offset = finiteNumber(f, "offset", s, default: 0)
-            let unit = string(f, "unit", s)?.value
+            let unit = string(f, "unit", s).flatMap { (u, line) -> String? in
+                guard u.utf8.count <= Schema.unitMax, !u.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                    report(line, s.context, "\(s.prefix)unit must be at most \(Schema.unitMax) bytes of printable text, such as \"µg/m³\" (got \(quoted(u)))")
+                    return nil
+                }
+                return u
+            }
             let deviceClass = string(f, "device_class", s).flatMap { (d, line) -> String? in
                 guard !d.isEmpty, d.utf8.allSatisfy(isFieldNameByte) else {
                     report(line, s.context, "\(s.prefix)device_class must be a Home Assistant device class such as \"temperature\" (got \(quoted(d)))")

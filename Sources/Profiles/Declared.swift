@@ -224,14 +224,16 @@ public struct DeclaredValues: Sendable, RandomAccessCollection {
 }
 
 /// One value of a declared characteristic: its name and how the raw number becomes the published
-/// one (`raw × scale + offset`). The unit and Home Assistant device class are announced (in
-/// discovery), not carried on every reading.
+/// one (`raw × scale + offset`). The unit goes with every reading (as a built-in unit does in the
+/// detailed payload) and into discovery; the Home Assistant device class into discovery only.
 public struct DeclaredField: Sendable, Hashable {
     public let name: FieldName
     public let scale: Double
     public let offset: Double
     public let unit: String?
     public let deviceClass: String?
+    /// `unit` as the readings carry it: made once here, shared by every reading.
+    let unitName: FieldName?
 
     public init(name: String, scale: Double = 1, offset: Double = 0, unit: String? = nil, deviceClass: String? = nil) {
         self.name = FieldName(declared: name)
@@ -239,6 +241,7 @@ public struct DeclaredField: Sendable, Hashable {
         self.offset = offset
         self.unit = unit
         self.deviceClass = deviceClass
+        self.unitName = unit.flatMap { $0.isEmpty ? nil : FieldName(declared: $0) }
     }
 
     /// The decimal places a value resolves: those of the step (`scale`: 0.01 → 2, 1/4096 → 4,

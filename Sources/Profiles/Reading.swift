@@ -94,6 +94,10 @@ public struct Field: Sendable, Equatable {
     /// payload is rounded to; `Field.unrounded` when not declared.
     public internal(set) var decimals: Int8
 
+    /// A declared field's unit as the configuration spells it (`unit` is then `.none`); shared
+    /// with the declaration, never copied, so carrying it costs no allocation.
+    public internal(set) var declaredUnit: FieldName?
+
     /// No declared resolution: published with every digit.
     public static let unrounded: Int8 = -1
 
@@ -102,6 +106,7 @@ public struct Field: Sendable, Equatable {
         self.unit = unit
         self.value = .number(value)
         self.decimals = decimals
+        self.declaredUnit = nil
     }
 
     public init(_ name: FieldName, bits: UInt32) {
@@ -109,6 +114,7 @@ public struct Field: Sendable, Equatable {
         self.unit = .none
         self.value = .bits(bits)
         self.decimals = 0
+        self.declaredUnit = nil
     }
 
 }

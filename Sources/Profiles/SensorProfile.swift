@@ -347,7 +347,9 @@ public struct SensorProfile: Sendable {
             try d.shape.decode(payload, into: &values)
             for (i, v) in values.enumerated() {
                 let f = d.fields[i]
-                r.append(Field(f.name, v * f.scale + f.offset, .none))
+                var field = Field(f.name, v * f.scale + f.offset, .none)
+                field.declaredUnit = f.unitName
+                r.append(field)
             }
         }
         if case .heartRate = layout {

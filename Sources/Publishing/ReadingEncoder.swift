@@ -121,7 +121,7 @@ public struct ReadingEncoder: Sendable {
         var n = 0
         for field in reading {
             let nameBytes = field.name.withUTF8Buffer { $0.count }
-            let unitBytes = field.unit.symbol.withUTF8Buffer { $0.count }
+            let unitBytes = field.declaredUnit?.withUTF8Buffer { $0.count } ?? field.unit.symbol.withUTF8Buffer { $0.count }
             n += ReadingEncoder.fieldBound(nameBytes: nameBytes, unitBytes: unitBytes)
         }
         return n
@@ -132,9 +132,10 @@ public struct ReadingEncoder: Sendable {
         fixedBound + ReadingEncoder.fieldsBound(for: reading)
     }
 
-    /// Enough for any reading the profiles produce (nine fields, names up to 32 bytes).
+    /// Enough for any reading the profiles produce: `Reading.maxFields` fields, names up to 32
+    /// bytes and units up to 16 (the configuration's limits for declared ones).
     public var recommendedCapacity: Int {
-        fixedBound + Reading.maxFields * ReadingEncoder.fieldBound(nameBytes: 32, unitBytes: 8)
+        fixedBound + Reading.maxFields * ReadingEncoder.fieldBound(nameBytes: 32, unitBytes: 16)
     }
 
     /// A buffer of `recommendedCapacity`.
@@ -205,7 +206,10 @@ public struct ReadingEncoder: Sendable {
             switch field.value {
             case .number(let v):
                 w.number(rounded ? round(v, field.decimals) : v)
-                if field.unit != .none {
+                if let unit = field.declaredUnit {
+                    w.raw(#","unit":"#)
+                    w.string(unit)
+                } else if field.unit != .none {
                     w.raw(#","unit":"#)
                     w.string(field.unit.symbol)
                 }

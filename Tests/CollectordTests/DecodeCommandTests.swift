@@ -208,8 +208,8 @@ import Publishing
         let p = DecodeProcessTests()
         var r = try p.run(["decode", "--config", path, "--profile", "thermo", "--sensor", "climate", "--hex", "08 98 13 88"])
         #expect(r.status == 0, "\(r.stderr)")
-        #expect(r.stdout == "{\"model\":\"gatt\",\"sensor\":\"climate\",\"fields\":{\"temperature\":{\"value\":22.0},\"humidity\":{\"value\":50.0}},\"raw\":\"08 98 13 88\"}\n")
-        // The offset: 0x50 - 40 = 40.
+        #expect(r.stdout == "{\"model\":\"gatt\",\"sensor\":\"climate\",\"fields\":{\"temperature\":{\"value\":22.0,\"unit\":\"°C\"},\"humidity\":{\"value\":50.0,\"unit\":\"%\"}},\"raw\":\"08 98 13 88\"}\n")
+        // The offset: 0x50 - 40 = 40. A field declared without a unit is published without one.
         r = try p.run(["decode", "--config", path, "--profile", "thermo", "--sensor", "gas", "--hex", "10 00 50"])
         #expect(r.stdout.contains("\"quality\":{\"value\":40.0}"), "\(r.stdout)")
         r = try p.run(["decode", "--config", path, "--profile", "thermo", "--sensor", "gas", "--hex", "10 00"])

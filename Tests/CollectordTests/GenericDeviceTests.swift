@@ -72,8 +72,12 @@ let declaredProfileConfig = """
         let t = try #require(climate.fields["temperature"]?["value"] as? Double)
         let h = try #require(climate.fields["humidity"]?["value"] as? Double)
         #expect((-10...50).contains(t) && (0...100).contains(h), "\(climate.fields)")
+        // The detailed payload carries a declared unit as it does a built-in one; none if undeclared.
+        #expect(climate.fields["temperature"]?["unit"] as? String == "°C", "\(climate.fields)")
+        #expect(climate.fields["humidity"]?["unit"] as? String == "%", "\(climate.fields)")
         let gas = try #require(readings.last { $0.tag == "greenhouse" && $0.sensor == "gas" })
         #expect(Set(gas.fields.keys) == ["ppm", "quality"])
+        #expect(gas.fields["ppm"]?["unit"] == nil, "\(gas.fields)")
         // The standard device: SIG units.
         let hr = try #require(readings.last { $0.tag == "board" && $0.sensor == "heart_rate" })
         #expect(hr.fields["heart_rate"]?["unit"] as? String == "bpm")

@@ -45,13 +45,22 @@ struct AllocationTests {
     }
 
     func sampleReadings() -> [Reading] {
-        (0..<60).map(movementReading) + [
+        (0..<59).map(movementReading) + [
             reading(.humidity, [Field("temperature", 21.3, .celsius), Field("humidity", 45.2, .percentRH)]),
             reading(.keys, [Field("pressed", bits: 0b101)]),
             reading(.accelerometer, [Field("x", .nan, .g), Field("y", 1, .g), Field("z", -1e-7, .g)]),
             reading(.humidity, [Field("temperature", 21.490322265625004, .celsius, decimals: 2), Field("humidity", 45.2, .percentRH, decimals: 2)]),
+            reading(Sensor(declared: "dust"), [declared("pm25", 12.5, unit: dustUnit), declared("pm10", 40.25, unit: dustUnit)]),
         ]
     }
+
+    /// A declared field, its unit shared as the decoder shares it.
+    func declared(_ name: String, _ value: Double, unit: FieldName) -> Field {
+        var f = Field(FieldName(declared: name), value, .none)
+        f.declaredUnit = unit
+        return f
+    }
+    let dustUnit = FieldName(declared: "µg/m³")
 
     @Test("100 000 encodes: no arena growth, buffer never reallocated", arguments: [PayloadFormat.detailed, .flat])
     func noGrowth(format: PayloadFormat) throws {

@@ -59,6 +59,23 @@ struct EncoderTests {
         #expect(n == expected.utf8.count)
     }
 
+    @Test("a declared field carries its declared unit, escaped; the flat payload carries none")
+    func declaredUnit() throws {
+        var pm = Field(FieldName(declared: "pm25"), 12.5, .none)
+        pm.declaredUnit = FieldName(declared: "µg/m³")
+        var depth = Field(FieldName(declared: "depth"), 3, .none)
+        depth.declaredUnit = FieldName(declared: #"in""#)
+        let plain = Field(FieldName(declared: "count"), 7, .none)
+        let r = reading(Sensor(declared: "dust"), [pm, depth, plain])
+        let encoder = ReadingEncoder(tag: "shed", address: "C0:FF:EE:00:00:01", model: .gatt)
+        var buffer = encoder.makeBuffer()
+        try encoder.encode(r, sequence: 1, time: time, into: &buffer)
+        #expect(buffer.text.hasSuffix(#""fields":{"pm25":{"value":12.5,"unit":"µg/m³"},"depth":{"value":3.0,"unit":"in\""},"count":{"value":7.0}}}"#), "\(buffer.text)")
+        let flat = ReadingEncoder(tag: "shed", address: "C0:FF:EE:00:00:01", model: .gatt, format: .flat)
+        try flat.encode(r, sequence: 1, time: time, into: &buffer)
+        #expect(buffer.text.hasSuffix(#""seq":1,"pm25":12.5,"depth":3.0,"count":7.0}"#), "\(buffer.text)")
+    }
+
     @Test("flat: the field names as keys and numbers as values, bit sets as their mask")
     func flatPayload() throws {
         let encoder = ReadingEncoder(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2650, format: .flat)
