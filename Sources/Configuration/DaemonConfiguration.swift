@@ -25,8 +25,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var homeAssistant = HomeAssistant()
     /// In the order of the file.
     public var tags: [TagConfiguration] = []
-    /// The device profiles the file declares ([[profile]]), by name; tags carry the one they use.
+    /// The device profiles the file and its drop-ins declare ([[profile]]), by name; tags carry
+    /// the one they use.
     public var profiles: [String: DeviceProfile] = [:]
+    /// The drop-in file each of `profiles` not declared in the main file comes from.
+    public var profileFiles: [String: String] = [:]
 
     public init() {}
 

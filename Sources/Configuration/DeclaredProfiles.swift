@@ -24,18 +24,26 @@ extension Schema {
     static let unitMax = 16
 }
 
+/// The profiles of the configuration and its drop-in files, as validation collects them.
+struct DeclaredProfiles {
+    var profiles: [String: DeviceProfile] = [:]
+    /// Declared with errors (reported where they are): a tag naming one gets no second error.
+    var invalid = Set<String>()
+    /// The file each name was declared in, valid or not.
+    var files: [String: String] = [:]
+}
+
 extension Validator {
-    /// Every `[[profile]]`, by name. A profile with errors is reported and left out, so a tag
-    /// naming it gets no second, misleading error.
-    mutating func profiles(_ root: TOMLTable) -> (profiles: [String: DeviceProfile], invalid: Set<String>) {
-        guard let v = root["profile"] else { return ([:], []) }
+    /// Every `[[profile]]` of this file, added to `declared` (those of the files read before it).
+    /// A profile with errors is reported and left out, so a tag naming it gets no second,
+    /// misleading error; a name one of those files took is an error here.
+    mutating func profiles(_ root: TOMLTable, into declared: inout DeclaredProfiles) {
+        guard let v = root["profile"] else { return }
         guard let items = v.array else {
             report(v.line, nil, "profile must be an array of tables: start each profile with [[profile]] (got \(v.typeName))")
-            return ([:], [])
+            return
         }
-        var profiles: [String: DeviceProfile] = [:]
         var lines: [String: Int] = [:]
-        var invalid = Set<String>()
         for (index, item) in items.enumerated() {
             guard let t = item.table else {
                 report(item.line, nil, "profile must be an array of tables (element \(index + 1) is \(item.typeName))")
@@ -50,6 +58,8 @@ extension Validator {
                     report(line, scope.context, "name must not be empty")
                 } else if let first = lines[n] {
                     report(line, scope.context, "name \(quoted(n)) is already used by the profile at line \(first)")
+                } else if let file = declared.files[n] {
+                    report(line, scope.context, "name \(quoted(n)) is already used by a profile in \(file)")
                 } else {
                     lines[n] = line
                     name = n
@@ -59,13 +69,15 @@ extension Validator {
             }
             checkKeys(t, allowed: Schema.profile, scope)
             let characteristics = declaredCharacteristics(t, scope)
-            if errors.count == errorsBefore, let name {
-                profiles[name] = DeviceProfile(name: name, characteristics: characteristics)
-            } else if let name {
-                invalid.insert(name)
+            if let name {
+                declared.files[name] = path
+                if errors.count == errorsBefore {
+                    declared.profiles[name] = DeviceProfile(name: name, characteristics: characteristics)
+                } else {
+                    declared.invalid.insert(name)
+                }
             }
         }
-        return (profiles, invalid)
     }
 
     private mutating func declaredCharacteristics(_ t: TOMLTable, _ scope: Scope) -> [DeclaredCharacteristic] {

@@ -40,6 +40,12 @@ extension DaemonConfiguration {
         lines.append("spool: \(spool.path) (at most \(spool.maxMegabytes) MB)")
         lines.append("home assistant discovery: "
                      + (homeAssistant.discovery ? "on (prefix \(homeAssistant.prefix), one config per \(homeAssistant.form.rawValue))" : "off"))
+        if !profiles.isEmpty {
+            // Those of a drop-in file with it; the main file's bare.
+            lines.append("device profiles: " + profiles.keys.sorted().map { name in
+                profileFiles[name].map { "\(name) (\($0))" } ?? name
+            }.joined(separator: ", "))
+        }
         if tags.isEmpty {
             lines.append("no tags configured")
         } else {

@@ -6,14 +6,15 @@ import Model
 import Profiles
 
 extension DaemonConfiguration {
-    /// Reads and validates a configuration file. Relative paths inside it (password and TLS files,
-    /// the spool) are taken relative to the file's directory.
+    /// Reads and validates a configuration file and the device profiles in its drop-in directory
+    /// (`/etc/collectord.d/*.conf` beside `/etc/collectord.conf`). Relative paths inside it
+    /// (password and TLS files, the spool) are taken relative to the file's directory.
     public static func load(path: String) -> Result<DaemonConfiguration, ConfigurationErrors> {
         switch SystemFile.read(path) {
         case .failure(let problem):
             return .failure(ConfigurationErrors([ConfigurationError(path: path, line: nil, message: "cannot read the configuration: \(problem)")]))
         case .success(let bytes):
-            return validate(TOML.parse(utf8: bytes), path: path)
+            return validate(TOML.parse(utf8: bytes), path: path, dropIns: DropIns.read(nextTo: path))
         }
     }
 
@@ -23,17 +24,20 @@ extension DaemonConfiguration {
         validate(TOML.parse(text), path: path)
     }
 
-    static func validate(_ document: TOMLDocument, path: String) -> Result<DaemonConfiguration, ConfigurationErrors> {
+    static func validate(_ document: TOMLDocument, path: String, dropIns: DropIns = DropIns()) -> Result<DaemonConfiguration, ConfigurationErrors> {
         var validator = Validator(path: path)
         for e in document.errors {
             validator.errors.append(ConfigurationError(path: path, line: e.line, message: e.message))
         }
         // After a syntax error the tree is incomplete: checking it would report keys as missing
         // that are only unread.
-        let configuration = document.isComplete ? validator.configuration(document.root) : DaemonConfiguration()
+        let configuration = document.isComplete ? validator.configuration(document.root, dropIns: dropIns) : DaemonConfiguration()
         guard validator.errors.isEmpty else {
+            // File by file (the configuration, then its drop-ins in the order read), each in line order.
+            var rank = [path: 0, dropIns.directory: 1]
+            for (i, file) in dropIns.files.enumerated() { rank[file.path] = i + 1 }
             let ordered = validator.errors.enumerated().sorted {
-                ($0.element.line ?? 0, $0.offset) < ($1.element.line ?? 0, $1.offset)
+                (rank[$0.element.path] ?? -1, $0.element.line ?? 0, $0.offset) < (rank[$1.element.path] ?? -1, $1.element.line ?? 0, $1.offset)
             }.map(\.element)
             return .failure(ConfigurationErrors(ordered))
         }
@@ -241,7 +245,7 @@ struct Validator {
 
     // MARK: The file
 
-    mutating func configuration(_ root: TOMLTable) -> DaemonConfiguration {
+    mutating func configuration(_ root: TOMLTable, dropIns: DropIns = DropIns()) -> DaemonConfiguration {
         var c = DaemonConfiguration()
         let top = Scope(context: nil)
         checkKeys(root, allowed: Schema.top, top)
@@ -258,8 +262,11 @@ struct Validator {
         if let t = table(root, "reconnect", top) { c.reconnect = reconnect(t, default: c.reconnect) }
         if let t = table(root, "spool", top) { c.spool = spool(t) }
         if let t = table(root, "homeassistant", top) { c.homeAssistant = homeAssistant(t) }
-        let declared = profiles(root)
+        var declared = DeclaredProfiles()
+        profiles(root, into: &declared)
+        declare(dropIns, into: &declared)
         c.profiles = declared.profiles
+        c.profileFiles = declared.files.filter { declared.profiles[$0.key] != nil && $0.value != path }
         c.tags = tags(root, adapters: pinnable, declared).map { var t = $0; t.floodLimit = c.floodLimit; return t }
         return c
     }
@@ -488,7 +495,7 @@ struct Validator {
     // MARK: [[tag]]
 
     mutating func tags(_ root: TOMLTable, adapters: [String]?,
-                       _ declared: (profiles: [String: DeviceProfile], invalid: Set<String>)) -> [TagConfiguration] {
+                       _ declared: DeclaredProfiles) -> [TagConfiguration] {
         guard let v = root["tag"] else { return [] }
         guard let items = v.array else {
             report(v.line, nil, "tag must be an array of tables: start each tag with [[tag]] (got \(v.typeName))")
@@ -509,7 +516,7 @@ struct Validator {
 
     mutating func tag(_ t: TOMLTable, index: Int, adapters: [String]?, names: inout [String: Int],
                       addresses: inout [(address: BluetoothAddress, name: String, line: Int)],
-                      _ declared: (profiles: [String: DeviceProfile], invalid: Set<String>)) -> TagConfiguration? {
+                      _ declared: DeclaredProfiles) -> TagConfiguration? {
         let errorsBefore = errors.count
         var scope = Scope(context: "tag #\(index + 1)")
         if let s = t["name"]?.string, !s.isEmpty { scope.context = "tag \(quoted(s))" }

@@ -54,7 +54,13 @@ let declaredProfileConfig = """
     @Test func standardAndDeclaredDevicesReachASubscriber() throws {
         let broker = try Broker()
         let sub = try Subscriber(port: broker.port, topic: "#")
-        let daemon = try DaemonProcess(config: config(port: broker.port, tags: declaredProfileConfig))
+        // The profile in a drop-in file of its own (collectord.d/ beside collectord.conf), the
+        // tags in the configuration, as a user shipping a device description would have them.
+        let split = try #require(declaredProfileConfig.range(of: "[[tag]]"))
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: String(declaredProfileConfig[split.lowerBound...])))
+        let dropIns = daemon.directory.appendingPathComponent("collectord.d")
+        try FileManager.default.createDirectory(at: dropIns, withIntermediateDirectories: true)
+        try String(declaredProfileConfig[..<split.lowerBound]).write(to: dropIns.appendingPathComponent("thermo.conf"), atomically: true, encoding: .utf8)
         try daemon.start()
         let expected = ["greenhouse/climate", "greenhouse/gas", "board/temperature", "board/humidity", "board/pressure",
                         "board/heart_rate"]
