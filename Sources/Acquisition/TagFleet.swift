@@ -15,9 +15,12 @@ public final class TagFleet {
     public let loop: EventLoop
     /// The adapters as configured: "hci0" or a controller address, in the order of the file.
     public let adapterNames: [String]
-    /// How many tags each adapter holds at most.
-    public var maxConnections: Int = 5 {
-        didSet { replan() }
+    /// How many tags each adapter holds at most, in the order of `adapterNames` (5 each unless set).
+    public var connectionLimits: [Int] {
+        didSet {
+            precondition(connectionLimits.count == adapterNames.count, "one limit per adapter")
+            replan()
+        }
     }
     /// A guest (a tag moved off its adapter while that was down) goes home at its next reconnect,
     /// or once home has stayed up this long: an adapter that bounces does not drag its tags back
@@ -79,7 +82,7 @@ public final class TagFleet {
     /// is opened and no HCI socket is used.
     public convenience init(loop: EventLoop, connector: LinkConnector, monitor: AdvertisementMonitor?, name: String = "emulated") {
         self.init(loop: loop, system: TransportAdapter(connector: connector, monitor: monitor, name: name), adapters: [name])
-        maxConnections = 1 << 20  // no radio, no limit
+        connectionLimits = [1 << 20]  // no radio, no limit
     }
 
     public init(loop: EventLoop, system: AdapterSystem, adapters: [String]) {
@@ -87,6 +90,7 @@ public final class TagFleet {
         self.loop = loop
         self.system = system
         self.adapterNames = adapters
+        self.connectionLimits = Array(repeating: 5, count: adapters.count)
         self.lines = adapters.map(Line.init)
         replan()
     }
@@ -258,7 +262,7 @@ public final class TagFleet {
         // A pin to an adapter this fleet does not drive (added to the file by a reload, which
         // takes effect at the next start) is no adapter at all: the tag waits.
         let pins = order.map { name in supervisors[name]?.tag.adapter.map { pin in adapterNames.firstIndex(of: pin) ?? Int.max } }
-        plan = AdapterPlan(capacities: Array(repeating: maxConnections, count: lines.count), pins: pins)
+        plan = AdapterPlan(capacities: connectionLimits, pins: pins)
     }
 
     /// Whether a tag whose home is up may leave the adapter it is on for home now: when it has no

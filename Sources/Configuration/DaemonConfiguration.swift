@@ -13,6 +13,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// theengs/gateway#37, ble_monitor#310, #1111) find about five LE links per adapter reliable,
     /// a Raspberry Pi's built-in controller five to ten; past that, links drop or fail to set up.
     public var maxConnections: Int = 5
+    /// Limits given to single adapters (a USB dongle that holds more than the built-in one), by
+    /// the adapter as `adapters` names it.
+    public var adapterLimits: [String: Int] = [:]
     public var logLevel: LogLevel = .info
     /// How often counters are logged and published; 0 = never.
     public var statsIntervalSeconds: Int = 60
@@ -33,9 +36,13 @@ public struct DaemonConfiguration: Sendable, Equatable {
 
     public init() {}
 
+    /// How many tags each of `adapters` holds at most, in their order: its own limit, or
+    /// `maxConnections`.
+    public var connectionLimits: [Int] { adapters.map { adapterLimits[$0] ?? maxConnections } }
+
     /// Where each tag goes with every adapter up (`AdapterPlan`), the limits and pins applied.
     public var adapterPlan: AdapterPlan {
-        AdapterPlan(capacities: Array(repeating: maxConnections, count: adapters.count),
+        AdapterPlan(capacities: connectionLimits,
                     pins: tags.map { tag in tag.adapter.flatMap { adapters.firstIndex(of: $0) } })
     }
 

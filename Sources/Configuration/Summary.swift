@@ -8,8 +8,13 @@ extension DaemonConfiguration {
     /// the MQTT password (only the file it was read from).
     public func summary() -> String {
         var lines: [String] = []
-        lines.append((adapters.count == 1 ? "adapter: " : "adapters: ") + adapters.joined(separator: ", ")
-                     + " (at most \(maxConnections) tags each)")
+        let limits = connectionLimits
+        if Set(limits).count == 1 {
+            lines.append((adapters.count == 1 ? "adapter: " : "adapters: ") + adapters.joined(separator: ", ")
+                         + " (at most \(tagCount(limits[0])) each)")
+        } else {
+            lines.append("adapters: " + zip(adapters, limits).map { "\($0) (at most \(tagCount($1)))" }.joined(separator: ", "))
+        }
         lines.append("log level: \(Schema.logLevels.first { $0.1 == logLevel }!.0)")
         lines.append("statistics: " + (statsIntervalSeconds == 0 ? "off" : "every \(statsIntervalSeconds) s"))
         lines.append("mqtt brokers: " + mqtt.brokers.map(\.description).joined(separator: ", "))
@@ -61,6 +66,8 @@ extension DaemonConfiguration {
 
     private func onOff(_ b: Bool) -> String { b ? "on" : "off" }
 
+    private func tagCount(_ n: Int) -> String { n == 1 ? "1 tag" : "\(n) tags" }
+
     /// Which tags each adapter takes with every adapter up, and who waits for lack of room.
     private func planSummary() -> [String] {
         let plan = adapterPlan
@@ -69,7 +76,7 @@ extension DaemonConfiguration {
         for (a, name) in adapters.enumerated() {
             let names = tags.indices.filter { plan.home[$0] == a }.map { tags[$0].name + (tags[$0].adapter == nil ? "" : " (pinned)") }
             lines.append("  " + name + String(repeating: " ", count: width - name.count)
-                         + "  \(names.count)/\(maxConnections)  " + (names.isEmpty ? "-" : names.joined(separator: ", ")))
+                         + "  \(names.count)/\(connectionLimits[a])  " + (names.isEmpty ? "-" : names.joined(separator: ", ")))
         }
         let waiting = plan.homeless.map { tags[$0].name }
         if !waiting.isEmpty {
@@ -156,7 +163,7 @@ extension DaemonConfiguration {
         }
         d.removed = old.tags.filter { !newNames.contains($0.name) }
         d.mqttChanged = old.mqtt != new.mqtt
-        d.adapterChanged = old.adapters != new.adapters || old.maxConnections != new.maxConnections
+        d.adapterChanged = old.adapters != new.adapters || old.connectionLimits != new.connectionLimits
         d.reconnectChanged = old.reconnect != new.reconnect
         d.spoolChanged = old.spool != new.spool
         d.homeAssistantChanged = old.homeAssistant != new.homeAssistant

@@ -50,6 +50,7 @@ extension DaemonConfiguration {
 enum Schema {
     static let top = ["adapter", "adapters", "max_connections", "log_level", "stats_interval_s", "flood_limit", "mqtt", "reconnect",
                       "spool", "homeassistant", "profile", "tag"]
+    static let adapterEntry = ["adapter", "max_connections"]
     static let mqtt = ["brokers", "client_id", "keepalive_s", "qos", "retain", "clean_session", "username",
                        "password_file", "topic_prefix", "topic_layout", "payload", "round_to_resolution", "max_inflight", "tls"]
     static let tls = ["enabled", "ca_file", "cert_file", "key_file", "verify"]
@@ -251,7 +252,7 @@ struct Validator {
         checkKeys(root, allowed: Schema.top, top)
 
         let adapterErrors = errors.count
-        c.adapters = adapters(root, top) ?? c.adapters
+        if let a = adapters(root, top) { (c.adapters, c.adapterLimits) = a }
         // Pins are checked against adapters only when those are right.
         let pinnable: [String]? = errors.count == adapterErrors ? c.adapters : nil
         c.maxConnections = integer(root, "max_connections", top, in: 1...64, default: c.maxConnections)
@@ -271,9 +272,10 @@ struct Validator {
         return c
     }
 
-    /// `adapter = "hci0"` or `adapters = ["hci0", "00:1A:7D:DA:71:13"]`; nil when neither is
-    /// given (or what is given is wrong, which is reported).
-    mutating func adapters(_ root: TOMLTable, _ scope: Scope) -> [String]? {
+    /// `adapter = "hci0"` or `adapters = ["hci0", { adapter = "00:1A:7D:DA:71:13", max_connections = 8 }]`,
+    /// with the limits given per adapter; nil when neither is given (or what is given is wrong,
+    /// which is reported).
+    mutating func adapters(_ root: TOMLTable, _ scope: Scope) -> ([String], [String: Int])? {
         if let one = root["adapter"], let many = root["adapters"] {
             report(many.line, nil, "adapters and adapter (line \(one.line)) are both set: list every adapter in adapters")
             return nil
@@ -283,7 +285,7 @@ struct Validator {
                 report(line, nil, "adapter must name a controller like \"hci0\" or its address like \"00:1A:7D:DA:71:13\" (got \(quoted(name)))")
                 return nil
             }
-            return [canonical]
+            return ([canonical], [:])
         }
         guard let v = value(root, "adapters", .array, scope), let items = v.array else { return nil }
         guard !items.isEmpty else {
@@ -291,11 +293,26 @@ struct Validator {
             return nil
         }
         var out: [String] = []
+        var limits: [String: Int] = [:]
         var seen: [String: Int] = [:]
         let before = errors.count
         for item in items {
-            guard let text = item.string else {
-                report(item.line, nil, "adapters must be strings like \"hci0\" or \"00:1A:7D:DA:71:13\" (got \(item.typeAndValue))")
+            var limit: Int?
+            var text: String
+            if let t = item.table {
+                let entry = Scope(context: "adapters")
+                checkKeys(t, allowed: Schema.adapterEntry, entry)
+                limit = t["max_connections"] == nil ? nil : integer(t, "max_connections", entry, in: 1...64, default: 1)
+                guard let (name, _) = string(t, "adapter", entry) else {
+                    if t["adapter"] == nil { report(item.line, entry.context, "missing required key \"adapter\"") }
+                    continue
+                }
+                text = name
+            } else if let name = item.string {
+                text = name
+            } else {
+                report(item.line, nil, "adapters must be strings like \"hci0\" or \"00:1A:7D:DA:71:13\", or tables like "
+                       + "{ adapter = \"hci1\", max_connections = 8 } (got \(item.typeAndValue))")
                 continue
             }
             guard let canonical = adapterSpec(text) else {
@@ -308,8 +325,9 @@ struct Validator {
             }
             seen[canonical] = item.line
             out.append(canonical)
+            if let limit { limits[canonical] = limit }
         }
-        return errors.count == before ? out : nil
+        return errors.count == before ? (out, limits) : nil
     }
 
     /// "hciN", or a controller address in upper case; nil for anything else.

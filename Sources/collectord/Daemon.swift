@@ -48,7 +48,7 @@ final class Daemon: TagSupervisorDelegate {
         switch source {
         case .bluetooth:
             fleet = TagFleet(loop: loop, adapters: configuration.adapters)
-            fleet.maxConnections = configuration.maxConnections
+            fleet.connectionLimits = configuration.connectionLimits
         case .emulated:
             let emulation = TagEmulation(loop: loop)
             self.emulation = emulation
@@ -269,12 +269,12 @@ final class Daemon: TagSupervisorDelegate {
                                                                            ("segments", .integer(Int64(spool.recovery.repairedSegments)))]))])),
                                                     ("readings", .integer(Int64(clamping: publication.readingsPublished))),
                                                     ("readings_not_encoded", .integer(Int64(clamping: publication.rejected))),
-                                                    ("adapters", .object(fleet.adapterStates.map { a in
+                                                    ("adapters", .object(zip(fleet.adapterStates, fleet.connectionLimits).map { a, limit in
                                                         (a.configured, .object([("up", .bool(a.up != nil)),
                                                                                 ("name", a.up.map { .string($0.name) } ?? .null),
                                                                                 ("address", a.up.map { .string($0.address.description) } ?? .null),
                                                                                 ("tags", .integer(Int64(a.tags))),
-                                                                                ("max", .integer(Int64(config.maxConnections)))]))
+                                                                                ("max", .integer(Int64(limit)))]))
                                                     })),
                                                     ("tags", .object(tags))])
         publication.publishStats(payload)

@@ -161,11 +161,15 @@ final class MultiAdapterRig: TagSupervisorDelegate {
     var placements: [(tag: String, adapter: String?, why: String, at: Instant)] = []
     var adapterReports: [(Bool, String)] = []
 
-    init(controllers: Int, adapters: [String], limit: Int) throws {
+    convenience init(controllers: Int, adapters: [String], limit: Int) throws {
+        try self.init(controllers: controllers, adapters: adapters, limits: Array(repeating: limit, count: adapters.count))
+    }
+
+    init(controllers: Int, adapters: [String], limits: [Int]) throws {
         loop = try EventLoop(clock: clock)
         system = FakeControllers(loop: loop, count: controllers)
         fleet = TagFleet(loop: loop, system: system, adapters: adapters)
-        fleet.maxConnections = limit
+        fleet.connectionLimits = limits
         fleet.delegate = self
         fleet.onPlacement = { [unowned self] s, adapter, why in self.placements.append((s.tag.name, adapter, why, self.loop.now)) }
         fleet.onAdapterChange = { [unowned self] up, message in self.adapterReports.append((up, message)) }
@@ -223,6 +227,22 @@ final class MultiAdapterRig: TagSupervisorDelegate {
         rig.fleet.remove("t0")
         #expect(rig.run(until: { rig.streaming("t4", on: "hci0") }, limit: .seconds(30)))
         #expect(["t1", "t2", "t3"].allSatisfy { rig.connects($0) == 1 })
+    }
+
+    /// A built-in controller that holds one link beside a dongle that holds three: each is filled
+    /// to its own limit, and when the dongle goes away only one of its tags finds room.
+    @Test func eachAdapterIsFilledToItsOwnLimit() throws {
+        let rig = try MultiAdapterRig(controllers: 2, adapters: ["hci0", "hci1"], limits: [1, 3])
+        for i in 0..<5 { rig.add("t\(i)") }
+        rig.fleet.start()
+        let four = (0..<4).map { "t\($0)" }
+        #expect(rig.run(until: { four.allSatisfy { rig.state($0) == .streaming } }), "\(rig.events)")
+        // The roomiest first: hci1 (3) takes t0 and t1, then a tie (1 and 1) goes to hci0, then hci1.
+        #expect(four.map { rig.fleet.adapterName(of: $0) } == ["hci1", "hci1", "hci0", "hci1"])
+        #expect(rig.state("t4") == .paused && rig.fleet.adapterName(of: "t4") == nil)
+        rig.run(for: .seconds(30))
+        #expect(rig.system.controllers.map(\.mostLinks) == [1, 3])
+        #expect(rig.fleet.adapterStates.map(\.tags) == [1, 3])
     }
 
     /// hci0 goes away: of its two tags the first takes the one free connection on hci1, the other

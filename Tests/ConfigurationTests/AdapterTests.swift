@@ -31,7 +31,7 @@ private func tags(_ n: Int, pins: [Int: String] = [:]) -> String {
         #expect(errorLines("adapters = []") == ["test.conf:1: adapters must list at least one adapter"])
         #expect(errorLines("adapters = [\n\"hci0\",\n\"wlan0\",\n3,\n\"HCI0\",\n\"hci0\"\n]") == [
             "test.conf:3: adapters: \"wlan0\" is neither a controller like \"hci0\" nor an address like \"00:1A:7D:DA:71:13\"",
-            "test.conf:4: adapters must be strings like \"hci0\" or \"00:1A:7D:DA:71:13\" (got an integer 3)",
+            "test.conf:4: adapters must be strings like \"hci0\" or \"00:1A:7D:DA:71:13\", or tables like { adapter = \"hci1\", max_connections = 8 } (got an integer 3)",
             "test.conf:5: adapters: \"HCI0\" is neither a controller like \"hci0\" nor an address like \"00:1A:7D:DA:71:13\"",
             "test.conf:6: adapters: \"hci0\" is listed twice (first at line 2)"])
         #expect(errorLines("adapters = [\"00:1A:7D:DA:71:13\", \"00:1a:7d:da:71:13\"]") == [
@@ -60,6 +60,33 @@ private func tags(_ n: Int, pins: [Int: String] = [:]) -> String {
         // The default limit holds five tags on one adapter without a word.
         #expect(try #require(valid(tags(5))).warnings.isEmpty)
         #expect(try #require(valid(tags(6))).warnings.count == 1)
+    }
+
+    @Test func anAdapterCanHaveALimitOfItsOwn() throws {
+        // A Pi's built-in controller beside a USB dongle that holds more: the roomiest first
+        // (the dongle takes three), then the tie goes to the first listed.
+        let c = try #require(valid("adapters = [\"hci0\", { adapter = \"00:1a:7d:da:71:13\", max_connections = 4 }]\n"
+                                   + "max_connections = 1\n" + tags(6)))
+        #expect(c.adapters == ["hci0", "00:1A:7D:DA:71:13"])
+        #expect(c.connectionLimits == [1, 4])
+        #expect(c.adapterPlan.capacities == [1, 4])
+        let s = c.summary()
+        #expect(s.hasPrefix("adapters: hci0 (at most 1 tag), 00:1A:7D:DA:71:13 (at most 4 tags)\n"), "\(s)")
+        #expect(s.contains("""
+              hci0               1/1  t3
+              00:1A:7D:DA:71:13  4/4  t0, t1, t2, t4
+              waiting for room: t5
+
+            """), "\(s)")
+        #expect(c.warnings == ["adapters: no room for t5 (at most 1 tag on hci0, 4 on 00:1A:7D:DA:71:13): they wait; add an adapter or raise max_connections"])
+        #expect(errorLines("adapters = [{ adapter = \"hci0\", max_connections = 0 }, { max_connections = 3 }, { adapter = \"hci1\", max_conections = 3 }]") == [
+            "test.conf:1: adapters: max_connections must be 1..64 (got 0)",
+            "test.conf:1: adapters: missing required key \"adapter\"",
+            "test.conf:1: adapters: unknown key \"max_conections\" (did you mean \"max_connections\"?)"])
+        // A different limit is a reload difference; the same one written per adapter is not.
+        let plain = try #require(valid("adapters = [\"hci0\", \"hci1\"]"))
+        #expect(DaemonConfiguration.diff(old: plain, new: try #require(valid("adapters = [\"hci0\", { adapter = \"hci1\", max_connections = 9 }]"))).adapterChanged)
+        #expect(!DaemonConfiguration.diff(old: plain, new: try #require(valid("adapters = [\"hci0\", { adapter = \"hci1\", max_connections = 5 }]"))).adapterChanged)
     }
 
     @Test func aChangeOfAdaptersOrLimitIsAReloadDifference() throws {
