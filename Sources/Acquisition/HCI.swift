@@ -155,10 +155,11 @@ public func advertisingData(name: String, services: [UInt16]) -> [UInt8] {
 
 /// A raw HCI socket on one adapter (or on no adapter, for device events), read by the loop.
 public final class HCISocket {
-    public let fd: Int32
-    private let loop: EventLoop
-    private var buffer = [UInt8](repeating: 0, count: 260)
+    private let channel: HCIChannel
+    public var fd: Int32 { channel.fd }
     public var onEvent: ((HCIEvent) -> Void)?
+    /// False once closed: the number may then be someone else's descriptor.
+    public var isOpen: Bool { channel.isOpen }
 
     /// `adapter` nil: listen for adapter up/down events on every controller.
     public convenience init(loop: EventLoop, adapter: Int32?) throws(LinkError) {
@@ -170,24 +171,17 @@ public final class HCISocket {
         try self.init(loop: loop, fd: HCISocket.open(adapter: adapter, opcode: opcode))
     }
 
-    /// Reads `fd`, a bound raw HCI socket, on the loop, and closes it on `close()`. Tests hand in
-    /// one end of a SOCK_SEQPACKET socketpair instead: one write there is one packet, as here.
+    /// Reads `fd`, a bound raw HCI socket (or a test's SOCK_SEQPACKET end), on the loop, and
+    /// closes it on `close()`.
     init(loop: EventLoop, fd: Int32) throws(LinkError) {
-        self.loop = loop
-        self.fd = fd
-        do {
-            try loop.watch(fd, .readable) { [unowned self] _ in self.readable() }
-        } catch {
-            Glibc.close(fd)
-            throw .adapterUnavailable("\(error)")
+        channel = try HCIChannel(loop: loop, fd: fd, bufferSize: 260)
+        channel.onPacket = { [unowned self] packet in
+            if let event = parseHCIEvent(RawSpan(_unsafeBytes: packet)) { self.onEvent?(event) }
         }
     }
 
     private static func open(adapter: Int32?, opcode: UInt16? = nil) throws(LinkError) -> Int32 {
-        let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
-        guard fd >= 0 else {
-            throw .adapterUnavailable(errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : SystemError.reason(errno))
-        }
+        let fd = try HCIChannel.socket()
         var filter = hci_filter()
         hci_filter_clear(&filter)
         hci_filter_set_ptype(HCI_EVENT_PKT, &filter)
@@ -205,49 +199,11 @@ public final class HCISocket {
             Glibc.close(fd)
             throw .adapterUnavailable("HCI filter: \(message)")
         }
-        var sa = sockaddr_hci()
-        sa.hci_family = sa_family_t(AF_BLUETOOTH)
-        sa.hci_dev = UInt16(truncatingIfNeeded: adapter ?? Int32(HCI_DEV_NONE))
-        sa.hci_channel = UInt16(HCI_CHANNEL_RAW)
-        let bound = withUnsafePointer(to: &sa) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_hci>.size)) }
-        }
-        guard bound == 0 else {
-            let message = SystemError.reason(errno)
-            Glibc.close(fd)
-            throw .adapterUnavailable("bind HCI: \(message)")
-        }
+        try HCIChannel.bind(fd, device: UInt16(truncatingIfNeeded: adapter ?? Int32(HCI_DEV_NONE)), channel: UInt16(HCI_CHANNEL_RAW), what: "bind HCI")
         return fd
     }
 
-    /// How many packets one wakeup reads at most. A controller reporting a crowd of advertisers
-    /// (or a flood) would otherwise keep the loop in this handler while the links, the broker and
-    /// the timers wait. The descriptor is level-triggered: what is left wakes the next turn, after
-    /// everything else that was ready in this one.
-    static let packetsPerWakeup = 16
-
-    /// False once closed: the number may then be someone else's descriptor.
-    public private(set) var isOpen = true
-
-    public func close() {
-        guard isOpen else { return }
-        isOpen = false
-        loop.unwatch(fd)
-        Glibc.close(fd)
-    }
-
-    private func readable() {
-        for _ in 0..<HCISocket.packetsPerWakeup {
-            // An earlier packet's handler may have closed this socket (an adapter going down).
-            guard isOpen else { return }
-            let read = try? Syscall.call("read") { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
-            guard case .done(let n)? = read, n > 0 else { return }
-            let event = buffer.withUnsafeBytes { parseHCIEvent(RawSpan(_unsafeBytes: UnsafeRawBufferPointer(rebasing: $0[0..<n]))) }
-            if let event {
-                onEvent?(event)
-            }
-        }
-    }
+    public func close() { channel.close() }
 
     /// Sends a command; its completion arrives as an event.
     public func command(ogf: UInt16, ocf: UInt16, _ parameters: [UInt8]) {

@@ -83,73 +83,36 @@ public func parseManagementEvent(_ p: borrowing RawSpan) -> ManagementEvent? {
 
 /// The management control channel, read by the loop.
 public final class ManagementSocket {
-    public let fd: Int32
-    private let loop: EventLoop
-    private var buffer = [UInt8](repeating: 0, count: 1024)
+    private let channel: HCIChannel
+    public var fd: Int32 { channel.fd }
     public var onEvent: ((ManagementEvent) -> Void)?
-    public private(set) var isOpen = true
+    public var isOpen: Bool { channel.isOpen }
     /// Device Found events are skipped unread while nobody wants them: with someone discovering
     /// in a crowded place they come by the hundred per second.
     public var ignoresDevices = false
 
     public convenience init(loop: EventLoop) throws(LinkError) {
-        let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), BTPROTO_HCI)
-        guard fd >= 0 else {
-            throw .adapterUnavailable(errno == EAFNOSUPPORT ? "this kernel has no Bluetooth" : SystemError.reason(errno))
-        }
-        var sa = sockaddr_hci()
-        sa.hci_family = sa_family_t(AF_BLUETOOTH)
-        sa.hci_dev = UInt16(truncatingIfNeeded: Int32(HCI_DEV_NONE))
-        sa.hci_channel = UInt16(HCI_CHANNEL_CONTROL)
-        let bound = withUnsafePointer(to: &sa) { p in
-            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_hci>.size)) }
-        }
-        guard bound == 0 else {
-            let message = SystemError.reason(errno)
-            Glibc.close(fd)
-            throw .adapterUnavailable("bind management channel: \(message)")
-        }
+        let fd = try HCIChannel.socket()
+        try HCIChannel.bind(fd, device: UInt16(truncatingIfNeeded: Int32(HCI_DEV_NONE)), channel: UInt16(HCI_CHANNEL_CONTROL),
+                            what: "bind management channel")
         try self.init(loop: loop, fd: fd)
     }
 
     /// Reads `fd` on the loop; tests hand in one end of a SOCK_SEQPACKET socketpair (one write, one
     /// packet, as here).
     init(loop: EventLoop, fd: Int32) throws(LinkError) {
-        self.loop = loop
-        self.fd = fd
-        do {
-            try loop.watch(fd, .readable) { [unowned self] _ in self.readable() }
-        } catch {
-            Glibc.close(fd)
-            throw .adapterUnavailable("\(error)")
+        channel = try HCIChannel(loop: loop, fd: fd, bufferSize: 1024)
+        channel.onPacket = { [unowned self] packet in
+            if self.ignoresDevices && packet.count >= 2 && packet[0] == 0x12 && packet[1] == 0x00 { return }
+            if let event = parseManagementEvent(RawSpan(_unsafeBytes: packet)) { self.onEvent?(event) }
         }
     }
 
     public func send(_ opcode: UInt16, index: UInt16, _ parameters: [UInt8]) {
-        guard isOpen else { return }
-        let packet = managementCommand(opcode, index: index, parameters)
-        _ = packet.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        channel.write(managementCommand(opcode, index: index, parameters))
     }
 
-    public func close() {
-        guard isOpen else { return }
-        isOpen = false
-        loop.unwatch(fd)
-        Glibc.close(fd)
-    }
-
-    private func readable() {
-        // As many as a wakeup of the raw HCI socket: a crowd of advertisers cannot hold the loop.
-        for _ in 0..<HCISocket.packetsPerWakeup {
-            guard isOpen else { return }
-            let read = try? Syscall.call("read") { buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) } }
-            guard case .done(let n)? = read, n > 0 else { return }
-            if ignoresDevices && n >= 2 && buffer[0] == 0x12 && buffer[1] == 0x00 { continue }
-            if let event = buffer.withUnsafeBytes({ parseManagementEvent(RawSpan(_unsafeBytes: UnsafeRawBufferPointer(rebasing: $0[0..<n]))) }) {
-                onEvent?(event)
-            }
-        }
-    }
+    public func close() { channel.close() }
 }
 
 // MARK: - Watching for tags

@@ -117,16 +117,16 @@ import Testing
         hci.onEvent = { event in
             if case .commandComplete(_, let status) = event { seen.append(status) }
         }
-        let total = 3 * HCISocket.packetsPerWakeup + 5
+        let total = 3 * HCIChannel.packetsPerWakeup + 5
         for i in 0..<total { transmit(controller, Self.packet(i)) }
 
         loop.runOnce(maxWait: .milliseconds(500))
-        #expect(seen.count == HCISocket.packetsPerWakeup, "one wakeup read \(seen.count) of \(total) packets")
+        #expect(seen.count == HCIChannel.packetsPerWakeup, "one wakeup read \(seen.count) of \(total) packets")
         var turns = 1
         while seen.count < total && turns < 20 {
             let before = seen.count
             loop.runOnce(maxWait: .milliseconds(500))
-            #expect(seen.count - before <= HCISocket.packetsPerWakeup)
+            #expect(seen.count - before <= HCIChannel.packetsPerWakeup)
             turns += 1
         }
         #expect(seen == (0..<total).map { UInt8($0) }, "every packet, in order")
