@@ -344,24 +344,13 @@ public struct HomeAssistantDiscovery: Sendable {
         [(0, "Key 0"), (1, "Key 1"), (2, model.generation == .cc2650 ? "Reed relay" : "Side key")]
     }
 
+    /// The payload's symbol, except where Home Assistant's device classes accept only their own.
     static func unit(_ unit: Unit) -> String? {
         switch unit {
-        case .celsius: return "°C"
-        case .percentRH: return "%"  // HA's humidity device class accepts only "%"
-        case .hectopascal: return "hPa"
-        case .g: return "g"
-        case .microtesla: return "µT"
-        case .degreesPerSecond: return "°/s"
-        case .lux: return "lx"  // HA's illuminance device class accepts only "lx"
-        case .percent: return "%"
         case .none: return nil
-        case .meter: return "m"
-        case .metersPerSecond: return "m/s"
-        case .degree: return "°"
-        case .wattsPerSquareMeter: return "W/m²"
-        case .beatsPerMinute: return "bpm"
-        case .kilojoule: return "kJ"
-        case .second: return "s"
+        case .percentRH: return "%"  // HA's humidity device class accepts only "%"
+        case .lux: return "lx"  // HA's illuminance device class accepts only "lx"
+        default: return unit.symbol.description
         }
     }
 
