@@ -38,17 +38,8 @@ extension Validator {
     /// A profile with errors is reported and left out, so a tag naming it gets no second,
     /// misleading error; a name one of those files took is an error here.
     mutating func profiles(_ root: TOMLTable, into declared: inout DeclaredProfiles) {
-        guard let v = root["profile"] else { return }
-        guard let items = v.array else {
-            report(v.line, nil, "profile must be an array of tables: start each profile with [[profile]] (got \(v.typeName))")
-            return
-        }
         var lines: [String: Int] = [:]
-        for (index, item) in items.enumerated() {
-            guard let t = item.table else {
-                report(item.line, nil, "profile must be an array of tables (element \(index + 1) is \(item.typeName))")
-                continue
-            }
+        for (index, t) in arrayOfTables(root, "profile") {
             let errorsBefore = errors.count
             var scope = Scope(context: "profile #\(index + 1)")
             var name: String?

@@ -215,6 +215,25 @@ struct Validator {
         return nil
     }
 
+    /// The tables of an array of tables (`[[tag]]`, `[[profile]]`) with their positions; anything
+    /// else under `key` is reported, as is an element that is not a table.
+    mutating func arrayOfTables(_ root: TOMLTable, _ key: String) -> [(index: Int, table: TOMLTable)] {
+        guard let v = root[key] else { return [] }
+        guard let items = v.array else {
+            report(v.line, nil, "\(key) must be an array of tables: start each \(key) with [[\(key)]] (got \(v.typeName))")
+            return []
+        }
+        var out: [(index: Int, table: TOMLTable)] = []
+        for (index, item) in items.enumerated() {
+            guard let t = item.table else {
+                report(item.line, nil, "\(key) must be an array of tables (element \(index + 1) is \(item.typeName))")
+                continue
+            }
+            out.append((index, t))
+        }
+        return out
+    }
+
     /// A table-valued key; present but not a table is reported.
     mutating func table(_ table: TOMLTable, _ key: String, _ scope: Scope) -> TOMLTable? {
         value(table, key, .table, scope)?.table
@@ -514,19 +533,10 @@ struct Validator {
 
     mutating func tags(_ root: TOMLTable, adapters: [String]?,
                        _ declared: DeclaredProfiles) -> [TagConfiguration] {
-        guard let v = root["tag"] else { return [] }
-        guard let items = v.array else {
-            report(v.line, nil, "tag must be an array of tables: start each tag with [[tag]] (got \(v.typeName))")
-            return []
-        }
         var tags: [TagConfiguration] = []
         var names: [String: Int] = [:]
         var addresses: [(address: BluetoothAddress, name: String, line: Int)] = []
-        for (index, item) in items.enumerated() {
-            guard let t = item.table else {
-                report(item.line, nil, "tag must be an array of tables (element \(index + 1) is \(item.typeName))")
-                continue
-            }
+        for (index, t) in arrayOfTables(root, "tag") {
             if let tag = tag(t, index: index, adapters: adapters, names: &names, addresses: &addresses, declared) { tags.append(tag) }
         }
         return tags
