@@ -6,34 +6,12 @@ import Foundation
 import Testing
 import TestSupport
 
-let declaredProfileConfig = """
-    [[profile]]
-    name = "thermo"
+/// The declared profile both this test and the VM scenario 50-generic-devices use.
+let thermoProfile = try! String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                                    .appendingPathComponent("vm/fixtures/thermo-profile.conf"), encoding: .utf8)
 
-    [[profile.characteristic]]
-    sensor = "climate"
-    service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
-    uuid = "6E400003-B5A3-F393-E0A9-E50E24DCCA9E"
-    shape = "raw_array"
-    type = "int16"
-    count = 2
-    byte_order = "big"
-    enable = { uuid = "6E400004-B5A3-F393-E0A9-E50E24DCCA9E", value = "01" }
-    period = { uuid = "6E400005-B5A3-F393-E0A9-E50E24DCCA9E", encoding = "uint16_ms" }
-    fields = [
-      { name = "temperature", scale = 0.01, unit = "°C", device_class = "temperature" },
-      { name = "humidity", scale = 0.01, unit = "%", device_class = "humidity" },
-    ]
-
-    [[profile.characteristic]]
-    sensor = "gas"
-    service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
-    uuid = "6E400006-B5A3-F393-E0A9-E50E24DCCA9E"
-    shape = "raw_pair"
-    type = "uint16"
-    type2 = "uint8"
-    notify = false
-    fields = [{ name = "ppm" }, { name = "quality", offset = -40 }]
+/// A tag of the declared profile and one of the standard profiles.
+let genericTags = """
 
     [[tag]]
     name = "greenhouse"
@@ -50,17 +28,19 @@ let declaredProfileConfig = """
     model = "gatt"
     """
 
+/// Both in one file.
+let declaredProfileConfig = thermoProfile + genericTags
+
 @Suite(.serialized) struct GenericDeviceTests {
     @Test func standardAndDeclaredDevicesReachASubscriber() throws {
         let broker = try Broker()
         let sub = try Subscriber(port: broker.port, topic: "#")
         // The profile in a drop-in file of its own (collectord.d/ beside collectord.conf), the
         // tags in the configuration, as a user shipping a device description would have them.
-        let split = try #require(declaredProfileConfig.range(of: "[[tag]]"))
-        let daemon = try DaemonProcess(config: config(port: broker.port, tags: String(declaredProfileConfig[split.lowerBound...])))
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: genericTags))
         let dropIns = daemon.directory.appendingPathComponent("collectord.d")
         try FileManager.default.createDirectory(at: dropIns, withIntermediateDirectories: true)
-        try String(declaredProfileConfig[..<split.lowerBound]).write(to: dropIns.appendingPathComponent("thermo.conf"), atomically: true, encoding: .utf8)
+        try thermoProfile.write(to: dropIns.appendingPathComponent("thermo.conf"), atomically: true, encoding: .utf8)
         try daemon.start()
         let expected = ["greenhouse/climate", "greenhouse/gas", "board/temperature", "board/humidity", "board/pressure",
                         "board/heart_rate"]

@@ -1,5 +1,5 @@
 #!/bin/bash
-# A standard Bluetooth device (model gatt) and a vendor device described by a [[profile]] stream over real LE links.
+# A standard Bluetooth device (model gatt) and a vendor device described by a [[profile]] (in a drop-in file) stream over real LE links.
 # vm-timeout: 100
 # Issue #17: `collectord emulate --model gatt` on hci1 serves Environmental Sensing (temperature,
 # humidity, pressure), Heart Rate, Battery and Device Information; on hci2 it also serves the
@@ -12,39 +12,13 @@ CONF=$OUT/collectord.conf
 
 mqtt_watch mqtt || fail "mosquitto_sub did not subscribe"
 daemon_config "$CONF"
-cat >> "$CONF" <<'PROFILE'
-
-[[profile]]
-name = "thermo"
-
-[[profile.characteristic]]
-sensor = "climate"
-service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
-uuid = "6E400003-B5A3-F393-E0A9-E50E24DCCA9E"
-shape = "raw_array"
-type = "int16"
-count = 2
-byte_order = "big"
-enable = { uuid = "6E400004-B5A3-F393-E0A9-E50E24DCCA9E", value = "01" }
-period = { uuid = "6E400005-B5A3-F393-E0A9-E50E24DCCA9E", encoding = "uint16_ms" }
-fields = [
-  { name = "temperature", scale = 0.01, unit = "°C", device_class = "temperature" },
-  { name = "humidity", scale = 0.01, unit = "%", device_class = "humidity" },
-]
-
-[[profile.characteristic]]
-sensor = "gas"
-service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
-uuid = "6E400006-B5A3-F393-E0A9-E50E24DCCA9E"
-shape = "raw_pair"
-type = "uint16"
-type2 = "uint8"
-notify = false
-fields = [{ name = "ppm" }, { name = "quality", offset = -40 }]
-PROFILE
+# The profile as a drop-in file beside the configuration (shared with GenericDeviceTests).
+mkdir -p "$OUT/collectord.d"
+cp "$REPO/Tests/vm/fixtures/thermo-profile.conf" "$OUT/collectord.d/thermo.conf"
 daemon_tag "$CONF" a "$HCI1_ADDR" gatt
 printf '\n[[tag]]\nname = "b"\naddress = "%s"\nprofile = "thermo"\n[tag.sensors.climate]\nperiod_ms = 500\n[tag.sensors.gas]\nperiod_ms = 1000\n' "$HCI2_ADDR" >> "$CONF"
 step 10 check-config "$COLLECTORD" check-config --config "$CONF" || fail "configuration rejected"
+grep -qF "device profiles: thermo ($OUT/collectord.d/thermo.conf)" "$OUT/check-config.log" || fail "check-config does not name the drop-in file"
 
 start emulate-a "$COLLECTORD" emulate --model gatt --adapter hci1 --seed 1
 start emulate-b "$COLLECTORD" emulate --model gatt --profile thermo --config "$CONF" --adapter hci2 --seed 2
