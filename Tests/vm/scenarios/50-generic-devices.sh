@@ -47,7 +47,7 @@ for ts in a.temperature a.humidity a.pressure a.heart_rate b.climate b.gas; do
 done
 expect "$OUT/mqtt.log" 'collectord/tags/a/pressure \{.*"pressure":\{"value":(9[0-9][0-9]|10[0-9][0-9])\.' "a pressure in hPa"
 expect "$OUT/mqtt.log" 'collectord/tags/a/heart_rate \{.*"heart_rate":\{"value":[6-8][0-9]\.0,"unit":"bpm"' "a heart rate in bpm"
-expect "$OUT/mqtt.log" 'collectord/tags/b/climate \{.*"temperature":\{"value":-?[0-9]+\.[0-9]+\},"humidity":\{"value":[0-9]+\.[0-9]+\}' "b climate fields"
+expect "$OUT/mqtt.log" 'collectord/tags/b/climate \{.*"temperature":\{"value":-?[0-9]+\.[0-9]+,"unit":"°C"\},"humidity":\{"value":[0-9]+\.[0-9]+,"unit":"%"\}' "b climate fields, with their declared units"
 expect "$OUT/mqtt.log" 'collectord/tags/b/gas \{.*"ppm":\{"value":[0-9]+\.0\},"quality":\{"value":[0-9]+\.0\}' "b gas fields"
 if matches "$OUT/mqtt.log" 'collectord/tags/a/elevation '; then fail "a reading of a characteristic the device does not have"; fi
 if matches "$OUT/daemon.log" '<3>'; then cat "$OUT/daemon.log"; fail "errors in the daemon's log"; fi
