@@ -232,16 +232,14 @@ public struct DeclaredField: Sendable, Hashable {
     public let offset: Double
     public let unit: String?
     public let deviceClass: String?
-    /// `unit` as the readings carry it: made once here, shared by every reading.
-    let unitName: FieldName?
 
     public init(name: String, scale: Double = 1, offset: Double = 0, unit: String? = nil, deviceClass: String? = nil) {
-        self.name = FieldName(declared: name)
+        // The readings carry the unit with the name: one object, made here, shared by all.
+        self.name = FieldName(declared: name, unit: unit)
         self.scale = scale
         self.offset = offset
         self.unit = unit
         self.deviceClass = deviceClass
-        self.unitName = unit.flatMap { $0.isEmpty ? nil : FieldName(declared: $0) }
     }
 
     /// The decimal places a value resolves: those of the step (`scale`: 0.01 → 2, 1/4096 → 4,

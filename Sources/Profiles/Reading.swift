@@ -1,6 +1,8 @@
 // A decoded reading: what one notification means in physical units. A small value type with
 // inline storage, so producing one and handing it to the encoder never touches the heap.
 
+import Synchronization
+
 /// Physical unit of a field. `symbol` is what the MQTT payload and `collectord decode` print.
 public enum Unit: UInt8, Sendable, Hashable, CaseIterable {
     case celsius, percentRH, hectopascal, g, microtesla, degreesPerSecond, lux, percent, none
@@ -48,33 +50,62 @@ public enum FieldValue: Sendable, Equatable {
 }
 
 /// A field's name: static text for the built-in profiles, a string from the configuration for a
-/// declared one. Either way it is read without copying, and carried without allocating (a
-/// declared name is shared, not copied, by every reading).
+/// declared one. Either way it is read without copying, and carried without allocating or
+/// reference counting: a declared name (with its unit) is interned once, for the life of the
+/// process, so a `Field` and a `Reading` stay plain bytes that copy with a memcpy.
 public struct FieldName: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringLiteral {
-    private enum Storage: Sendable {
+    private enum Storage: @unchecked Sendable {
         case literal(StaticString)
-        case declared(String)
+        case declared(Unmanaged<Declaration>)
     }
+    /// A declared field's name and unit. Never freed: the distinct declarations a process sees
+    /// are the configuration's (a reload declaring the same names finds them here again).
+    private final class Declaration: Sendable {
+        let name: String
+        let unit: String?
+        init(_ name: String, _ unit: String?) {
+            self.name = name
+            self.unit = unit
+        }
+    }
+    private static let interned = Mutex<[String: Unmanaged<Declaration>]>([:])
     private let storage: Storage
 
     public init(_ name: StaticString) { storage = .literal(name) }
     public init(stringLiteral name: StaticString) { storage = .literal(name) }
-    public init(declared name: String) { storage = .declared(name) }
+    /// `unit`: as the configuration spells it; nil or empty for none.
+    public init(declared name: String, unit: String? = nil) {
+        let unit = unit.flatMap { $0.isEmpty ? nil : $0 }
+        // NUL cannot be in a validated name: the key tells "a" with unit "b" from "a\0b" without one.
+        let key = name + (unit.map { "\0" + $0 } ?? "")
+        storage = .declared(FieldName.interned.withLock { table in
+            if let found = table[key] { return found }
+            let made = Unmanaged.passRetained(Declaration(name, unit))
+            table[key] = made
+            return made
+        })
+    }
 
     /// Calls `body` with the name's UTF-8 bytes.
     public func withUTF8Buffer<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R {
         switch storage {
         case .literal(let s): return s.withUTF8Buffer(body)
-        case .declared(let s):
-            var copy = s
+        case .declared(let d):
+            var copy = d.takeUnretainedValue().name
             return copy.withUTF8(body)
         }
+    }
+
+    /// A declared field's unit (a built-in field's is its `Field.unit`).
+    public var declaredUnit: String? {
+        if case .declared(let d) = storage { return d.takeUnretainedValue().unit }
+        return nil
     }
 
     public var description: String {
         switch storage {
         case .literal(let s): return s.description
-        case .declared(let s): return s
+        case .declared(let d): return d.takeUnretainedValue().name
         }
     }
 
@@ -94,10 +125,6 @@ public struct Field: Sendable, Equatable {
     /// payload is rounded to; `Field.unrounded` when not declared.
     public internal(set) var decimals: Int8
 
-    /// A declared field's unit as the configuration spells it (`unit` is then `.none`); shared
-    /// with the declaration, never copied, so carrying it costs no allocation.
-    public internal(set) var declaredUnit: FieldName?
-
     /// No declared resolution: published with every digit.
     public static let unrounded: Int8 = -1
 
@@ -106,15 +133,17 @@ public struct Field: Sendable, Equatable {
         self.unit = unit
         self.value = .number(value)
         self.decimals = decimals
-        self.declaredUnit = nil
     }
+
+    /// A declared field's unit as the configuration spells it (`unit` is then `.none`): carried
+    /// by its name, shared with the declaration.
+    public var declaredUnit: String? { name.declaredUnit }
 
     public init(_ name: FieldName, bits: UInt32) {
         self.name = name
         self.unit = .none
         self.value = .bits(bits)
         self.decimals = 0
-        self.declaredUnit = nil
     }
 
 }

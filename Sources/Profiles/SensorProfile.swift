@@ -347,9 +347,7 @@ public struct SensorProfile: Sendable {
             try d.shape.decode(payload, into: &values)
             for (i, v) in values.enumerated() {
                 let f = d.fields[i]
-                var field = Field(f.name, v * f.scale + f.offset, .none)
-                field.declaredUnit = f.unitName
-                r.append(field)
+                r.append(Field(f.name, v * f.scale + f.offset, .none))
             }
         }
         if case .heartRate = layout {

@@ -121,7 +121,7 @@ public struct ReadingEncoder: Sendable {
         var n = 0
         for field in reading {
             let nameBytes = field.name.withUTF8Buffer { $0.count }
-            let unitBytes = field.declaredUnit?.withUTF8Buffer { $0.count } ?? field.unit.symbol.withUTF8Buffer { $0.count }
+            let unitBytes = field.declaredUnit?.utf8.count ?? field.unit.symbol.withUTF8Buffer { $0.count }
             n += ReadingEncoder.fieldBound(nameBytes: nameBytes, unitBytes: unitBytes)
         }
         return n

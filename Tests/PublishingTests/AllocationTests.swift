@@ -50,17 +50,13 @@ struct AllocationTests {
             reading(.keys, [Field("pressed", bits: 0b101)]),
             reading(.accelerometer, [Field("x", .nan, .g), Field("y", 1, .g), Field("z", -1e-7, .g)]),
             reading(.humidity, [Field("temperature", 21.490322265625004, .celsius, decimals: 2), Field("humidity", 45.2, .percentRH, decimals: 2)]),
-            reading(Sensor(declared: "dust"), [declared("pm25", 12.5, unit: dustUnit), declared("pm10", 40.25, unit: dustUnit)]),
+            reading(Sensor(declared: "dust"), [Field(pm25, 12.5, .none), Field(pm10, 40.25, .none)]),
         ]
     }
 
-    /// A declared field, its unit shared as the decoder shares it.
-    func declared(_ name: String, _ value: Double, unit: FieldName) -> Field {
-        var f = Field(FieldName(declared: name), value, .none)
-        f.declaredUnit = unit
-        return f
-    }
-    let dustUnit = FieldName(declared: "µg/m³")
+    /// Declared names with their unit, made once as a declaration makes them.
+    let pm25 = FieldName(declared: "pm25", unit: "µg/m³")
+    let pm10 = FieldName(declared: "pm10", unit: "µg/m³")
 
     @Test("100 000 encodes: no arena growth, buffer never reallocated", arguments: [PayloadFormat.detailed, .flat])
     func noGrowth(format: PayloadFormat) throws {

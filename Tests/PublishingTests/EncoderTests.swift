@@ -61,10 +61,8 @@ struct EncoderTests {
 
     @Test("a declared field carries its declared unit, escaped; the flat payload carries none")
     func declaredUnit() throws {
-        var pm = Field(FieldName(declared: "pm25"), 12.5, .none)
-        pm.declaredUnit = FieldName(declared: "µg/m³")
-        var depth = Field(FieldName(declared: "depth"), 3, .none)
-        depth.declaredUnit = FieldName(declared: #"in""#)
+        let pm = Field(FieldName(declared: "pm25", unit: "µg/m³"), 12.5, .none)
+        let depth = Field(FieldName(declared: "depth", unit: #"in""#), 3, .none)
         let plain = Field(FieldName(declared: "count"), 7, .none)
         let r = reading(Sensor(declared: "dust"), [pm, depth, plain])
         let encoder = ReadingEncoder(tag: "shed", address: "C0:FF:EE:00:00:01", model: .gatt)
@@ -175,6 +173,20 @@ struct EncoderTests {
     @Test("built-in sensor names are stored inline, so a reading carries its sensor without reference counting")
     func sensorNamesAreSmallStrings() {
         for sensor in Sensor.allCases { #expect(sensor.rawValue.utf8.count <= 15, "\(sensor)") }
+    }
+
+    @Test("a field is plain bytes, a declared one too: a reading's twelve slots copy without reference counting")
+    func fieldsArePlainBytes() {
+        #expect(_isPOD(Field.self) && _isPOD(FieldName.self))
+        // A declared name and unit are interned: the same declaration made twice is the same
+        // text, and a name declared with another unit keeps its own.
+        let a = FieldName(declared: "pm25", unit: "µg/m³")
+        let b = FieldName(declared: "pm25", unit: "µg/m³")
+        let c = FieldName(declared: "pm25", unit: "ppm")
+        let d = FieldName(declared: "pm25")
+        #expect(a == b && a == c && a.description == "pm25")
+        #expect([a.declaredUnit, b.declaredUnit, c.declaredUnit, d.declaredUnit] == ["µg/m³", "µg/m³", "ppm", nil])
+        #expect(FieldName("temperature").declaredUnit == nil)
     }
 
     @Test("every profile's readings encode to JSON that parses back to the same values")
