@@ -580,6 +580,12 @@ public final class SensorTagSession {
         guard !ended else { return }
         if loop.now - lastNotification >= window {
             log(.warning, "no notification for \((loop.now - lastNotification).milliseconds) ms; dropping the link")
+            if usedCache {
+                // Handles from a discovery that went wrong (a damaged answer cached with the
+                // firmware it came with) would give the same silence at every connection.
+                log(.info, "the cached handles gave a silent link; discovering at the next connection")
+                cache.invalidate(tag.address)
+            }
             end(.silent(loop.now - lastNotification), closeBearer: true)
         } else {
             armWatchdog()

@@ -384,6 +384,39 @@ func plausible(_ r: Reading) -> Bool {
     }
 }
 
+/// Found by the gatt fuzz target: a discovery answer damaged in transit was cached with the
+/// firmware it came with (there, a data characteristic's properties read as indicate-only, and a
+/// peer that accepted the indication subscription and never indicated). Every later connection
+/// to that firmware set the sensor up the same wrong way and was dropped for silence, for ever; a
+/// fresh start streamed at once. Here the damage is a CCCD handle pointing at another sensor's
+/// CCCD: every write is accepted, and the humidity data is never subscribed.
+@Suite struct HandleCacheRecoveryTests {
+    @Test func aSilentSessionSetUpFromTheCacheRediscoversAtTheNextConnection() throws {
+        let fleet = try Fleet()
+        let (s, _) = fleet.add(.cc2541(), name: "t", sensors: [SensorConfiguration(.humidity)])
+        fleet.startAll()
+        #expect(fleet.run(until: { fleet.count("t", .humidity) >= 2 }))
+        #expect(fleet.cache.misses == 1)
+        // The cached entry as a damaged discovery would have left it.
+        var entry = try #require(fleet.cache.entry(for: s.tag.address))
+        let elsewhere = try #require(entry.database.characteristic(CC2541.Magnetometer.Data.uuid)?.cccd)
+        for i in entry.database.services.indices {
+            for j in entry.database.services[i].characteristics.indices
+            where entry.database.services[i].characteristics[j].uuid == CC2541.Humidity.Data.uuid {
+                entry.database.services[i].characteristics[j].cccd = elsewhere
+            }
+        }
+        fleet.cache.store(entry, for: s.tag.address)
+        let before = fleet.count("t", .humidity)
+        fleet.emulators[0].dropLink()
+        #expect(fleet.run(until: { fleet.count("t", .humidity) >= before + 2 }, limit: .seconds(120)),
+                "\(fleet.events("t").suffix(8))")
+        #expect(fleet.logs.contains("t: no notification for 4000 ms; dropping the link"), "\(fleet.logs.suffix(6))")
+        #expect(fleet.logs.contains("t: the cached handles gave a silent link; discovering at the next connection"))
+        #expect(fleet.cache.misses == 2, "discovered again")
+    }
+}
+
 @Suite struct SupervisionFaultTests {
     @Test func backoffGrowsThenGivesUpThenReturnsOnAdvertisement() throws {
         let fleet = try Fleet()
