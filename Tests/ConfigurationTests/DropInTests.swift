@@ -101,22 +101,7 @@ private struct Tree {
     }
 
     @Test func everyProblemIsReportedInItsOwnFileAndLine() throws {
-        let mixed = """
-            [mqtt]
-            qos = 1
-
-            [[profile]]
-            name = "thermo"
-
-            [[profile.characteristic]]
-            sensor = "climate"
-            service = "AA00"
-            uuid = "AA01"
-            shape = "raw"
-            type = "uint16"
-            fields = [{ name = "value" }]
-
-            """
+        let mixed = "[mqtt]\nqos = 1\n\n" + profile("thermo", sensor: "climate", uuid: "AA01")
         let tree = try Tree("log_level = \"loud\"\n" + profile("thermo", sensor: "climate", uuid: "AA01") + tags, dropIns: [
             // Not a profile (line 1); the main file's profile name again (line 5); then a profile
             // with a mistake of its own (line 20).
