@@ -35,7 +35,7 @@ struct DropIns {
             }
             if name.hasSuffix(".conf") && !name.hasPrefix(".") { names.append(name) }
         }
-        for name in names.sorted(by: { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }) {
+        for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             let path = d.directory + "/" + name
             d.files.append((path, SystemFile.read(path).map { TOML.parse(utf8: $0) }))
         }

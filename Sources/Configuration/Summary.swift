@@ -66,7 +66,8 @@ extension DaemonConfiguration {
 
     private func onOff(_ b: Bool) -> String { b ? "on" : "off" }
 
-    private func tagCount(_ n: Int) -> String { n == 1 ? "1 tag" : "\(n) tags" }
+    /// "1 tag", "5 tags".
+    func tagCount(_ n: Int) -> String { n == 1 ? "1 tag" : "\(n) tags" }
 
     /// Which tags each adapter takes with every adapter up, and who waits for lack of room.
     private func planSummary() -> [String] {

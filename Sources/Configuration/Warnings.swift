@@ -23,9 +23,8 @@ extension DaemonConfiguration {
         let waiting = adapterPlan.homeless.map { tags[$0].name }
         if !waiting.isEmpty {
             let limits = connectionLimits
-            let room = Set(limits).count == 1 ? "at most \(limits[0]) tag\(limits[0] == 1 ? "" : "s") per adapter"
-                : "at most " + zip(limits, adapters).enumerated().map { i, p in
-                    "\(p.0)\(i == 0 ? (p.0 == 1 ? " tag" : " tags") : "") on \(p.1)" }.joined(separator: ", ")
+            let room = "at most \(tagCount(limits[0]))" + (Set(limits).count == 1 ? " per adapter"
+                : " on \(adapters[0])" + zip(limits, adapters).dropFirst().map { ", \($0) on \($1)" }.joined())
             out.append("adapters: no room for \(waiting.joined(separator: ", ")) (\(room)"
                        + (tags.contains { $0.adapter != nil } ? ", pins included" : "") + "): they wait; add an adapter or raise max_connections")
         }
