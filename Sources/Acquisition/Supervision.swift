@@ -238,30 +238,15 @@ public final class TagSupervisor {
     /// Disconnects cleanly and stops; no further attempts.
     public func stop() {
         guard state != .stopped else { return }
-        let wasConnected = session != nil
         state = .stopped
-        streamingSince = nil
-        cancelPending()
-        if let session {
-            retire(session)
-            session.delegate = nil
-            session.close()
-        }
-        if wasConnected { emit(.forcedDisconnect("stopped")) }
+        if dropLink() { emit(.forcedDisconnect("stopped")) }
     }
 
     /// The adapter went away: abandon the attempt in progress and wait for `resume()`. A link
     /// that is up will fail by itself; its failure is not counted against the tag.
     public func pause() {
         guard state != .stopped, state != .paused else { return }
-        cancelPending()
-        streamingSince = nil
-        if let session {
-            retire(session)
-            session.delegate = nil
-            session.close()
-            emit(.disconnected("adapter went away"))
-        }
+        if dropLink() { emit(.disconnected("adapter went away")) }
         state = .paused
     }
 
@@ -281,20 +266,25 @@ public final class TagSupervisor {
         self.monitor = monitor
         adapterName = name
         guard state != .stopped else { return }
-        cancelPending()
-        streamingSince = nil
-        if let session {
-            retire(session)
-            session.delegate = nil
-            session.close()
-            emit(.disconnected(reason))
-        }
+        if dropLink() { emit(.disconnected(reason)) }
         guard adapter != nil else {
             state = .paused
             return
         }
         failures = 0
         connect()
+    }
+
+    /// Abandons the attempt or link in progress without counting it against the tag (the tag is
+    /// stopping, or its adapter went away or changed). Tells whether there was a link to close.
+    private func dropLink() -> Bool {
+        cancelPending()
+        streamingSince = nil
+        guard let session else { return false }
+        retire(session)
+        session.delegate = nil
+        session.close()
+        return true
     }
 
     private func cancelPending() {

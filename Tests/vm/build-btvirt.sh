@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds BlueZ's btvirt (virtual LE controllers) from Debian's bluez-source with our patches
-# (Tests/vm/btvirt-*.patch: multilink, reset-drops-links, le-read-rssi), by one gcc
+# (Tests/vm/btvirt-*.patch: multilink, reset-drops-links, le-read-rssi, scan-first-report), by one gcc
 # invocation over the sources btvirt needs (no configure, no automake, no glib). Prints the
 # binary's path on stdout.
 #
@@ -13,7 +13,8 @@ here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cache="${1:-$repo/.build-vm/btvirt}"
 tarball=/usr/src/bluez.tar.bz2
-patches=("$here/btvirt-multilink.patch" "$here/btvirt-reset-drops-links.patch" "$here/btvirt-le-read-rssi.patch")
+patches=("$here/btvirt-multilink.patch" "$here/btvirt-reset-drops-links.patch" "$here/btvirt-le-read-rssi.patch"
+         "$here/btvirt-scan-first-report.patch")
 
 [ -r "$tarball" ] || { echo "build-btvirt: $tarball missing (apt install bluez-source)" >&2; exit 1; }
 version="$(dpkg-query -W -f='${Version}' bluez-source)"
