@@ -349,6 +349,21 @@ tag_events() {
   return 0
 }
 
+# start_bluetoothd LAST_ADAPTER: the system bus and bluetoothd (debug log, state and configuration
+# under /tmp), as on Raspberry Pi OS; returns once bluetoothd has taken LAST_ADAPTER (e.g. hci3).
+start_bluetoothd() {
+  local i
+  mkdir -p /run/dbus /tmp/bluetooth-state /tmp/bluetooth-config
+  cp /etc/bluetooth/main.conf /tmp/bluetooth-config/ 2>/dev/null || true
+  start dbus dbus-daemon --system --nofork --nopidfile
+  for i in $(seq 50); do [ -S /run/dbus/system_bus_socket ] && break; nap 0.1; done
+  [ -S /run/dbus/system_bus_socket ] || fail "the system bus did not start: $(cat "$OUT/dbus.log")"
+  start bluetoothd env STATE_DIRECTORY=/tmp/bluetooth-state CONFIGURATION_DIRECTORY=/tmp/bluetooth-config \
+    /usr/libexec/bluetooth/bluetoothd -n -d
+  wait_count "$OUT/bluetoothd.log" "Adapter /org/bluez/$1 has been enabled|adapter_register.*$1|$1" 1 30 \
+    || { tail -20 "$OUT/bluetoothd.log"; fail "bluetoothd did not take the adapters"; }
+}
+
 # start_emulators: a CC2650 on hci1 (emulate-a) and a CC2541 on hci2 (emulate-b), both advertising.
 start_emulators() {
   start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
