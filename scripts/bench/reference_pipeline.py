@@ -14,8 +14,9 @@ services by Read By Group Type, characteristics by Read By Type 0x2803, descript
 Information, reads and write requests; notifications that arrive while a request is pending are
 handed to the delegate, as bluepy does.
 
-Topics and payloads match collectord's, so one subscriber counts both:
-    collectord/<tag>/<sensor>
+Topics and payloads match collectord's (its default topic layout, v2, as in
+Sources/Publishing/Topics.swift), so one subscriber counts both:
+    collectord/tags/<tag>/<sensor>
     {"tag":"t1","address":"B0:B4:48:00:00:01","model":"cc2650","sensor":"barometer",
      "time":"2026-11-22T07:15:47.140Z","seq":0,"fields":{"temperature":{"value":21.29,"unit":"°C"},
      "pressure":{"value":1009.76,"unit":"hPa"}}}
@@ -28,6 +29,7 @@ Standard library + paho-mqtt (2.x callback API) only.
 
 import argparse
 import json
+import math
 import os
 import signal
 import socket
@@ -272,8 +274,24 @@ ACCEL_RANGE_BITS = 2                 # config bits 8-9: 0=2g 1=4g 2=8g 3=16g; co
 MOVEMENT_ENABLE = 0x007F | ACCEL_RANGE_BITS << 8    # gyro xyz + accel xyz + mag
 
 
-def field(value, unit):
-    return {"value": value, "unit": unit}
+# Values rounded to the places the sensor resolves, as collectord does by default
+# (round_to_resolution, ReadingEncoder.round): 0.01 but for the movement's accelerometer (0.001 g)
+# and magnetometer (0.1 µT); half away from zero, never -0.0. --unrounded turns it off.
+ROUND = True
+
+
+def rounded(value, decimals):
+    scale = 10.0 ** decimals
+    q = value * scale
+    r = math.trunc(q)
+    if abs(q - r) >= 0.5:
+        r += 1 if q > 0 else -1
+    r = r / scale
+    return r if r != 0 else 0.0
+
+
+def field(value, unit, decimals=2):
+    return {"value": rounded(value, decimals) if ROUND else value, "unit": unit}
 
 
 def decode_temperature(data, tag):
@@ -309,10 +327,10 @@ def decode_movement(data, tag):
     per_g = 32768 / (2 << tag.accel_range)
     return {"gyro_x": field(gx * GYRO_SCALE, "°/s"), "gyro_y": field(gy * GYRO_SCALE, "°/s"),
             "gyro_z": field(gz * GYRO_SCALE, "°/s"),
-            "accel_x": field(ax / per_g, "g"), "accel_y": field(ay / per_g, "g"),
-            "accel_z": field(az / per_g, "g"),
-            "mag_x": field(mx * MAG_SCALE, "µT"), "mag_y": field(my * MAG_SCALE, "µT"),
-            "mag_z": field(mz * MAG_SCALE, "µT")}
+            "accel_x": field(ax / per_g, "g", 3), "accel_y": field(ay / per_g, "g", 3),
+            "accel_z": field(az / per_g, "g", 3),
+            "mag_x": field(mx * MAG_SCALE, "µT", 1), "mag_y": field(my * MAG_SCALE, "µT", 1),
+            "mag_z": field(mz * MAG_SCALE, "µT", 1)}
 
 
 def decode_keys(data, tag):
@@ -367,7 +385,8 @@ class TagWorker(threading.Thread):
         self.stop = stop
         self.prefix = prefix
         self.accel_range = ACCEL_RANGE_BITS
-        self.subscriptions = {s.name: Subscription(s, "%s/%s/%s" % (prefix, name, s.name)) for s in SENSORS}
+        # collectord's topic layout v2 (Topics.reading): <prefix>/tags/<tag>/<sensor>.
+        self.subscriptions = {s.name: Subscription(s, "%s/tags/%s/%s" % (prefix, name, s.name)) for s in SENSORS}
         self.by_handle = {}
         self.published = 0
         self.publish_failed = 0
@@ -499,11 +518,15 @@ def parse_args(argv):
     ap.add_argument("--broker", required=True, help="HOST:PORT")
     ap.add_argument("--client-id", default="pyref-%d" % os.getpid())
     ap.add_argument("--duration", type=float, default=None, help="seconds to run (default: until SIGTERM/SIGINT)")
+    ap.add_argument("--unrounded", action="store_true",
+                    help="publish every digit of the conversion (collectord's round_to_resolution = false)")
     return ap.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
+    global ROUND
+    ROUND = not args.unrounded
     host, _, port = args.broker.rpartition(":")
     host = host.strip("[]") or "127.0.0.1"
 
