@@ -48,19 +48,35 @@ struct NumberSink: TextOutputStream {
 
 // MARK: - Raw writer
 
-/// Writes JSON text through a raw cursor. The caller guarantees the room (see
-/// `ReadingEncoder.requiredCapacity`); nothing here allocates or checks bounds.
+/// Writes JSON text through a raw cursor into `capacity` bytes. Every write checks its room
+/// first: what does not fit is not written, and `overflowed` says the text is incomplete. The
+/// reading encoder sizes its buffer for the most a reading can need (`requiredCapacity`), so this
+/// never happens there; the check is what makes a mistake in that sum a refused payload instead
+/// of memory written past the buffer. Nothing here allocates.
 struct JSONWriter {
     let base: UnsafeMutablePointer<UInt8>
+    let capacity: Int
     private(set) var count: Int
+    /// A write did not fit: the text is cut short and must not be used.
+    private(set) var overflowed = false
 
-    init(base: UnsafeMutablePointer<UInt8>, count: Int = 0) {
+    init(base: UnsafeMutablePointer<UInt8>, capacity: Int, count: Int = 0) {
         self.base = base
-        self.count = count
+        self.capacity = capacity
+        self.count = Swift.min(count, capacity)
+    }
+
+    /// Whether `n` more bytes fit; marks the writer overflowed when not.
+    @inline(__always)
+    private mutating func room(_ n: Int) -> Bool {
+        if capacity &- count >= n { return true }
+        overflowed = true
+        return false
     }
 
     @inline(__always)
     mutating func byte(_ b: UInt8) {
+        guard room(1) else { return }
         base[count] = b
         count &+= 1
     }
@@ -68,7 +84,7 @@ struct JSONWriter {
     /// Copies bytes verbatim (already valid JSON text).
     @inline(__always)
     mutating func raw(_ bytes: UnsafeBufferPointer<UInt8>) {
-        guard let src = bytes.baseAddress, bytes.count > 0 else { return }
+        guard let src = bytes.baseAddress, bytes.count > 0, room(bytes.count) else { return }
         (base + count).update(from: src, count: bytes.count)
         count &+= bytes.count
     }
@@ -85,8 +101,9 @@ struct JSONWriter {
         // Fast path, copying as it checks: names, units and most tag names need no escaping.
         let n = bytes.count
         let dst = base + count
+        let fits = Swift.min(n, capacity &- count)
         var i = 0
-        while i < n {
+        while i < fits {
             let b = src[i]
             if b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") { break }
             dst[i] = b
@@ -94,6 +111,7 @@ struct JSONWriter {
         }
         count &+= i
         if i == n { return }
+        if i == fits && !room(1) { return }
         for b in UnsafeBufferPointer(rebasing: bytes[i...]) {
             switch b {
             case UInt8(ascii: "\""): byte(UInt8(ascii: "\\")); byte(b)
@@ -151,6 +169,19 @@ struct JSONWriter {
             raw("null")
             return
         }
+        guard room(numberBound) else { return }
+        var sink = NumberSink(base: base + count)
+        v.write(to: &sink)
+        count &+= sink.count
+    }
+
+    /// A 32-bit float's shortest round-trip text ("1004.1223"); `null` when not finite.
+    mutating func number(_ v: Float) {
+        guard v.isFinite else {
+            raw("null")
+            return
+        }
+        guard room(numberBound) else { return }
         var sink = NumberSink(base: base + count)
         v.write(to: &sink)
         count &+= sink.count
@@ -161,6 +192,7 @@ struct JSONWriter {
         var length = 1
         var probe = v
         while probe >= 10 { length &+= 1; probe /= 10 }
+        guard room(length) else { return }
         var n = v
         var i = count &+ length &- 1
         repeat {
@@ -183,6 +215,7 @@ struct JSONWriter {
     /// Exactly `width` decimal digits, zero-padded (for dates and times).
     @inline(__always)
     mutating func digits(_ v: Int, width: Int) {
+        guard room(width) else { return }
         var n = v
         var i = count &+ width &- 1
         while i >= count {
@@ -222,7 +255,7 @@ enum JSONText {
         var s = s
         return s.withUTF8 { utf8 in
             [UInt8](unsafeUninitializedCapacity: escapedBound(utf8.count)) { buffer, initialized in
-                var w = JSONWriter(base: buffer.baseAddress!)
+                var w = JSONWriter(base: buffer.baseAddress!, capacity: buffer.count)
                 w.escaped(utf8)
                 initialized = w.count
             }
@@ -232,7 +265,7 @@ enum JSONText {
     /// The JSON text of one number (`null` when not finite).
     static func number(_ v: Double) -> String {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: numberBound) { buffer in
-            var w = JSONWriter(base: buffer.baseAddress!)
+            var w = JSONWriter(base: buffer.baseAddress!, capacity: numberBound)
             w.number(v)
             return String(decoding: UnsafeBufferPointer(start: buffer.baseAddress, count: w.count), as: UTF8.self)
         }
@@ -296,7 +329,7 @@ public indirect enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral,
         case .number(let v): out.append(contentsOf: JSONText.number(v).utf8)
         case .integer(let v):
             withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { buffer in
-                var w = JSONWriter(base: buffer.baseAddress!)
+                var w = JSONWriter(base: buffer.baseAddress!, capacity: 24)
                 w.integer(v)
                 out.append(contentsOf: UnsafeBufferPointer(start: buffer.baseAddress, count: w.count))
             }

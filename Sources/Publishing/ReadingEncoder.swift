@@ -58,15 +58,18 @@ public struct PayloadBuffer: Sendable {
         storage.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) }
     }
 
-    /// Replaces the contents with what `body` writes. The caller has checked that `capacity` is
-    /// enough for the most `body` can write.
-    mutating func overwrite(_ body: (inout JSONWriter) -> Void) {
+    /// Replaces the contents with what `body` writes and returns true, or, when that does not fit
+    /// `capacity`, leaves the buffer empty and returns false. Nothing is ever written past it.
+    mutating func overwrite(_ body: (inout JSONWriter) -> Void) -> Bool {
+        var fits = false
         count = storage.withUnsafeMutableBufferPointer { buffer -> Int in
             guard let base = buffer.baseAddress else { return 0 }
-            var w = JSONWriter(base: base)
+            var w = JSONWriter(base: base, capacity: buffer.count)
             body(&w)
-            return w.count
+            fits = !w.overflowed
+            return fits ? w.count : 0
         }
+        return fits
     }
 }
 
@@ -86,15 +89,26 @@ public struct ReadingEncoder: Sendable {
     public let format: PayloadFormat
     /// Numbers rounded to their field's declared decimal places.
     public let rounded: Bool
+    /// Bytes of the longest sensor name this encoder's buffer is sized for (`recommendedCapacity`).
+    public let longestSensorName: Int
     /// `{"tag":"…","address":"…","model":"…","sensor":"`, escaped.
     private let prefix: [UInt8]
 
-    public init(tag: String, address: String, model: Model, format: PayloadFormat = .detailed, rounded: Bool = true) {
+    /// `sensors`: the tag's, whose longest name sizes `recommendedCapacity` (the built-in ones
+    /// when not given).
+    public init(tag: String, address: String, model: Model, format: PayloadFormat = .detailed, rounded: Bool = true,
+                sensors: [Sensor] = Sensor.allCases) {
+        self.init(tag: tag, address: address, model: model, format: format, rounded: rounded,
+                  longestSensorName: sensors.map(\.rawValue.utf8.count).max() ?? 0)
+    }
+
+    private init(tag: String, address: String, model: Model, format: PayloadFormat, rounded: Bool, longestSensorName: Int) {
         self.tag = tag
         self.address = address
         self.model = model
         self.format = format
         self.rounded = rounded
+        self.longestSensorName = longestSensorName
         var p: [UInt8] = []
         p.append(contentsOf: #"{"tag":""#.utf8)
         p.append(contentsOf: JSONText.escapedBytes(tag))
@@ -106,9 +120,14 @@ public struct ReadingEncoder: Sendable {
         prefix = p
     }
 
-    /// Everything but the fields: prefix, sensor name (≤ 13), `","time":"`, the time,
-    /// `","time_synced":false`, `","seq":`, 20 digits, `,"fields":{`, `}}`, with room to spare.
-    private var fixedBound: Int { prefix.count + 160 }
+    /// The same encoder for a tag that turned out to be `model`.
+    public func identified(as model: Model) -> ReadingEncoder {
+        ReadingEncoder(tag: tag, address: address, model: model, format: format, rounded: rounded, longestSensorName: longestSensorName)
+    }
+
+    /// Everything but the fields: prefix, the sensor name escaped, `","time":"`, the time (24),
+    /// `","time_synced":false,"seq":` (28), 20 digits, `,"fields":{`, `}}`, with room to spare.
+    private func fixedBound(sensorNameBytes: Int) -> Int { prefix.count + escapedBound(sensorNameBytes) + 128 }
 
     /// One field: `"name":{"value":` + number (`numberBound`) or bit list (≤ 87) +
     /// `,"unit":"unit"}` + separator.
@@ -129,13 +148,14 @@ public struct ReadingEncoder: Sendable {
 
     /// The most bytes `encode` can write for `reading`.
     public func requiredCapacity(for reading: Reading) -> Int {
-        fixedBound + ReadingEncoder.fieldsBound(for: reading)
+        fixedBound(sensorNameBytes: reading.sensor.rawValue.utf8.count) + ReadingEncoder.fieldsBound(for: reading)
     }
 
-    /// Enough for any reading the profiles produce: `Reading.maxFields` fields, names up to 32
-    /// bytes and units up to 16 (the configuration's limits for declared ones).
+    /// Enough for any reading of the tag's sensors the profiles produce: `Reading.maxFields`
+    /// fields, names up to 32 bytes and units up to 16 (the configuration's limits for declared
+    /// ones). A reading beyond that is refused by `encode`, never written past the buffer.
     public var recommendedCapacity: Int {
-        fixedBound + Reading.maxFields * ReadingEncoder.fieldBound(nameBytes: 32, unitBytes: 16)
+        fixedBound(sensorNameBytes: longestSensorName) + Reading.maxFields * ReadingEncoder.fieldBound(nameBytes: 32, unitBytes: 16)
     }
 
     /// A buffer of `recommendedCapacity`.
@@ -149,7 +169,7 @@ public struct ReadingEncoder: Sendable {
                        into buffer: inout PayloadBuffer) throws(PayloadTooLarge) -> Int {
         let needed = requiredCapacity(for: reading)
         guard needed <= buffer.capacity else { throw PayloadTooLarge(needed: needed, capacity: buffer.capacity) }
-        buffer.overwrite { w in
+        let fits = buffer.overwrite { w in
             prefix.withUnsafeBufferPointer { w.raw($0) }
             w.escaped(reading.sensor.rawValue)
             w.raw(#"","time":""#)
@@ -166,14 +186,25 @@ public struct ReadingEncoder: Sendable {
                     w.string(field.name)
                     w.byte(UInt8(ascii: ":"))
                     switch field.value {
-                    case .number(let v): w.number(rounded ? ReadingEncoder.round(v, field.decimals) : v)
+                    case .number(let v): ReadingEncoder.write(v, decimals: field.decimals, rounded: rounded, to: &w)
                     case .bits(let bits): w.integer(UInt64(bits))
                     }
                 }
             }
             w.byte(UInt8(ascii: "}"))
         }
+        guard fits else { throw PayloadTooLarge(needed: needed, capacity: buffer.capacity) }
         return buffer.count
+    }
+
+    /// A field's number: rounded to its decimal places, or as the float it came as.
+    @inline(__always)
+    static func write(_ v: Double, decimals: Int8, rounded: Bool, to w: inout JSONWriter) {
+        if rounded && decimals == Field.singlePrecision {
+            w.number(Float(v))
+        } else {
+            w.number(rounded ? round(v, decimals) : v)
+        }
     }
 
     /// `v` to `decimals` places (unchanged for `Field.unrounded`): the nearest double to the
@@ -205,7 +236,7 @@ public struct ReadingEncoder: Sendable {
             w.raw(#":{"value":"#)
             switch field.value {
             case .number(let v):
-                w.number(rounded ? round(v, field.decimals) : v)
+                write(v, decimals: field.decimals, rounded: rounded, to: &w)
                 if let unit = field.declaredUnit {
                     w.raw(#","unit":"#)
                     w.string(unit)
@@ -229,9 +260,9 @@ public struct ReadingEncoder: Sendable {
     public static func text(of reading: Reading, model: Model, rounded: Bool = false, appending extra: [(String, String)] = []) -> String {
         var extraBytes = 0
         for (key, value) in extra { extraBytes += escapedBound(key.utf8.count) + escapedBound(value.utf8.count) + 6 }
-        var buffer = PayloadBuffer(capacity: escapedBound(model.rawValue.utf8.count) + 128
-                                       + fieldsBound(for: reading) + extraBytes)
-        buffer.overwrite { w in
+        var buffer = PayloadBuffer(capacity: escapedBound(model.rawValue.utf8.count) + escapedBound(reading.sensor.rawValue.utf8.count)
+                                       + 128 + fieldsBound(for: reading) + extraBytes)
+        let fits = buffer.overwrite { w in
             w.raw(#"{"model":"#)
             w.string(model.rawValue)
             w.raw(#","sensor":"#)
@@ -246,6 +277,7 @@ public struct ReadingEncoder: Sendable {
             }
             w.byte(UInt8(ascii: "}"))
         }
+        precondition(fits, "ReadingEncoder.text: the capacity sum misses a part of the text")
         return buffer.text
     }
 }

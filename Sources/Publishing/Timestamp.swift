@@ -99,7 +99,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
     /// ISO 8601 text, e.g. "2026-11-22T05:03:07.123Z".
     public var description: String {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Timestamp.textLength) { buffer in
-            var w = JSONWriter(base: buffer.baseAddress!)
+            var w = JSONWriter(base: buffer.baseAddress!, capacity: Timestamp.textLength)
             write(to: &w)
             return String(decoding: UnsafeBufferPointer(start: buffer.baseAddress, count: w.count), as: UTF8.self)
         }

@@ -232,6 +232,61 @@ struct EncoderTests {
         #expect(encoded > 2000)
     }
 
+    @Test("names of any length: the capacity the encoder asks for holds the payload, which parses with its sensor")
+    func longNamesFitTheCapacityAskedFor() throws {
+        for length in [1, 13, 14, 32, 33, 221, 4_900, 9_000] {
+            let sensor = Sensor(declared: "s" + String(repeating: "a", count: length - 1))
+            let r = reading(sensor, [Field(FieldName(declared: "value", unit: "µg/m³"), 12.5, .none), Field("pressed", bits: 5)])
+            for format in [PayloadFormat.detailed, .flat] {
+                let encoder = ReadingEncoder(tag: "t", address: "C0:FF:EE:00:00:01", model: .gatt, format: format, sensors: [sensor])
+                #expect(encoder.requiredCapacity(for: r) <= encoder.recommendedCapacity)
+                var buffer = PayloadBuffer(capacity: encoder.requiredCapacity(for: r))
+                try encoder.encode(r, sequence: UInt64.max, time: time, timeSynced: false, into: &buffer)
+                let object = try JSONSerialization.jsonObject(with: Data(buffer.bytes)) as? [String: Any]
+                #expect(object?["sensor"] as? String == sensor.rawValue, "\(length) bytes, \(format)")
+            }
+        }
+    }
+
+    @Test("the writer never writes past its capacity: what does not fit is left out and marked")
+    func writerStopsAtItsCapacity() {
+        let spare = 64
+        for capacity in [0, 1, 2, 5, 9, 17, 30, 40, 63] {
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity + spare) { memory in
+                memory.initialize(repeating: 0xA5)
+                var w = JSONWriter(base: memory.baseAddress!, capacity: capacity)
+                w.raw(#"{"k":"#)
+                w.string("quote \" backslash \\ tab \t bell \u{07} and more text")
+                w.number(-2.2250738585072014e-308)
+                w.number(Float(1004.1223))
+                w.integer(UInt64.max)
+                w.integer(Int64.min)
+                w.digits(2026, width: 4)
+                w.bitIndices(.max)
+                w.byte(UInt8(ascii: "}"))
+                #expect(w.overflowed, "capacity \(capacity)")
+                #expect(w.count <= capacity)
+                #expect(memory[capacity...].allSatisfy { $0 == 0xA5 }, "capacity \(capacity): written past")
+            }
+        }
+    }
+
+    @Test("float32 values are written as the float they are, not the double expansion; unrounded keeps the double")
+    func singlePrecision() throws {
+        let f = Float(bitPattern: 0x447B07D8)  // 1004.1225… as a float
+        var field = Field(FieldName(declared: "pressure"), Double(f), .none)
+        field.decimals = Field.singlePrecision
+        let r = reading(Sensor(declared: "air"), [field])
+        let encoder = ReadingEncoder(tag: "t", address: "C0:FF:EE:00:00:01", model: .gatt, format: .flat)
+        var buffer = encoder.makeBuffer()
+        try encoder.encode(r, sequence: 0, time: time, into: &buffer)
+        #expect(buffer.text.hasSuffix(#","pressure":\#(f.description)}"#), "\(buffer.text)")
+        #expect(!buffer.text.contains(Double(f).description))
+        let unrounded = ReadingEncoder(tag: "t", address: "C0:FF:EE:00:00:01", model: .gatt, format: .flat, rounded: false)
+        try unrounded.encode(r, sequence: 0, time: time, into: &buffer)
+        #expect(buffer.text.hasSuffix(#","pressure":\#(Double(f).description)}"#), "\(buffer.text)")
+    }
+
     @Test("a buffer too small is refused, never grown")
     func tooSmall() {
         let encoder = ReadingEncoder(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2650)
@@ -272,7 +327,7 @@ struct NumberAndTimeTests {
     /// Formats `v` with the payload writer and returns the text.
     func format(_ v: Double) -> String {
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 64) { buffer in
-            var w = JSONWriter(base: buffer.baseAddress!)
+            var w = JSONWriter(base: buffer.baseAddress!, capacity: buffer.count)
             w.number(v)
             return String(decoding: UnsafeBufferPointer(start: buffer.baseAddress, count: w.count), as: UTF8.self)
         }
