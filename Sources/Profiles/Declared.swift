@@ -244,7 +244,7 @@ public struct DeclaredField: Sendable, Hashable {
 
     /// The decimal places a value resolves: those of the step (`scale`: 0.01 → 2, 1/4096 → 4,
     /// 0.5 → 1) or of the offset, whichever needs more, at most 9. A float32 element carries its
-    /// own precision, so the caller publishes it unrounded.
+    /// own precision instead (`Field.singlePrecision`).
     public var decimals: Int8 {
         var stepDigits: Int8 = 0
         var power = 1.0

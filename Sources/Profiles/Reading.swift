@@ -127,6 +127,10 @@ public struct Field: Sendable, Equatable {
 
     /// No declared resolution: published with every digit.
     public static let unrounded: Int8 = -1
+    /// A value the device sent as a 32-bit float: it resolves what a float does, so it is
+    /// published with the fewest digits that read back as the same float (1004.1223, not the
+    /// double expansion 1004.122314453125), and carries no fixed number of decimal places.
+    public static let singlePrecision: Int8 = -2
 
     public init(_ name: FieldName, _ value: Double, _ unit: Unit, decimals: Int8 = Field.unrounded) {
         self.name = name

@@ -157,7 +157,7 @@ public struct SensorProfile: Sendable {
         case .essIrradiance: return 1
         case .essUVIndex, .essDewPoint: return 0
         case .heartRate: return index == 0 ? 0 : HeartRate.decimals(HeartRate.declaredNames[index])
-        case .declared(let d): return d.shape.type(at: index) == .float32 ? Field.unrounded : d.fields[index].decimals
+        case .declared(let d): return d.shape.type(at: index) == .float32 ? Field.singlePrecision : d.fields[index].decimals
         default: return 2
         }
     }
@@ -347,7 +347,13 @@ public struct SensorProfile: Sendable {
             try d.shape.decode(payload, into: &values)
             for (i, v) in values.enumerated() {
                 let f = d.fields[i]
-                r.append(Field(f.name, v * f.scale + f.offset, .none))
+                let value = v * f.scale + f.offset
+                // A float32 NaN or infinity (or a scale that overflows) is no reading: JSON has no
+                // such number, and a `null` where a subscriber expects a number breaks its
+                // templates and statistics. Counted as a decode error, like an integer sensor's
+                // "not known" pattern.
+                guard value.isFinite else { throw .notKnown(characteristic: DeclaredShape.name) }
+                r.append(Field(f.name, value, .none))
             }
         }
         if case .heartRate = layout {

@@ -248,7 +248,11 @@ public struct HomeAssistantDiscovery: Sendable {
                     members.append(("device_class", .string(deviceClass)))
                 }
                 members.append(("state_class", "measurement"))
-                members.append(("suggested_display_precision", .integer(Int64(field.decimals))))
+                // Only a fixed resolution is a precision: Home Assistant refuses a negative one,
+                // and a float's digits are its own.
+                if field.decimals >= 0 {
+                    members.append(("suggested_display_precision", .integer(Int64(field.decimals))))
+                }
             }
             if sensor == .battery || sensor == .io || sensor == .test || (sensor == .heartRate && name == "contact") {
                 members.append(("entity_category", "diagnostic"))

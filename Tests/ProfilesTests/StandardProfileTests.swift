@@ -270,4 +270,22 @@ import Testing
             #expect(out[0] == expected || (out[0].isNaN && expected.isNaN), "\(type) \(order) \(hexString(bytes))")
         }
     }
+
+    /// A float32 NaN or infinity, or a scale that overflows, is a decode error (counted as one),
+    /// never a `null` where a number belongs; finite floats decode.
+    @Test func nonFiniteDeclaredValuesAreDecodeErrors() throws {
+        func profile(scale: Double) throws -> SensorProfile {
+            let decoding = try #require(DeclaredDecoding(shape: DeclaredShape(.raw, .float32), fields: [DeclaredField(name: "v", scale: scale)]))
+            return DeclaredCharacteristic(sensor: Sensor(declared: "f"), service: GATTUUID("181A")!, uuid: GATTUUID("2A6E")!,
+                                          decoding: decoding, notifies: true).profile
+        }
+        let p = try profile(scale: 1)
+        for bits: UInt32 in [0x7FC0_0000, 0xFFC0_0001, 0x7F80_0000, 0xFF80_0000] {
+            let bytes = (0..<4).map { UInt8(truncatingIfNeeded: bits >> (8 * UInt32($0))) }
+            #expect(throws: DecodeError.notKnown(characteristic: DeclaredShape.name)) { try p.decode(bytes.span.bytes) }
+        }
+        let big: [UInt8] = [0xFF, 0xFF, 0x7F, 0x7F]  // Float.greatestFiniteMagnitude
+        #expect(try p.decode(big.span.bytes)[0].value.number == Double(Float.greatestFiniteMagnitude))
+        #expect(throws: DecodeError.notKnown(characteristic: DeclaredShape.name)) { try profile(scale: 1e300).decode(big.span.bytes) }
+    }
 }

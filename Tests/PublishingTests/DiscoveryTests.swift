@@ -150,6 +150,22 @@ struct DiscoveryTests {
     /// The per-entity form (`discovery_form = "entity"`), whose messages the first tests look into.
     var discovery: HomeAssistantDiscovery { HomeAssistantDiscovery(topics: topics, softwareVersion: "0.1.0", form: .entity) }
     var deviceForm: HomeAssistantDiscovery { HomeAssistantDiscovery(topics: topics, softwareVersion: "0.1.0") }
+
+    @Test("a declared float32 field has no fixed display precision (Home Assistant refuses a negative one); scaled integers keep theirs")
+    func float32FieldsHaveNoNegativePrecision() throws {
+        let air = try #require(DeclaredDecoding(
+            shape: DeclaredShape(.rawPair, .float32, second: .int16),
+            fields: [DeclaredField(name: "pressure", unit: "hPa", deviceClass: "pressure"), DeclaredField(name: "temperature", scale: 0.01, unit: "°C")]))
+        let profile = DeviceProfile(name: "air", characteristics: [
+            DeclaredCharacteristic(sensor: Sensor(declared: "air"), service: GATTUUID("181A")!, uuid: GATTUUID("2A6D")!, decoding: air, notifies: true),
+        ])
+        let device = HomeAssistantDiscovery.Device(tag: "shed", address: "C0:FF:EE:00:00:01", model: .gatt, profile: profile)
+        let entities = deviceForm.entities(for: device, sensors: [Sensor(declared: "air")])
+        let pressure = try #require(entities.first { $0.objectID == "air_pressure" })
+        let temperature = try #require(entities.first { $0.objectID == "air_temperature" })
+        #expect(!pressure.members.contains { $0.0 == "suggested_display_precision" })
+        #expect(temperature.members.first { $0.0 == "suggested_display_precision" }?.1 == .integer(2))
+    }
     let device = HomeAssistantDiscovery.Device(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2650, firmware: "1.50 (Jun 12 2018)")
 
     func parse(_ m: DiscoveryMessage) throws -> [String: Any] {
