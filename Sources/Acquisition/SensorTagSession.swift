@@ -244,14 +244,19 @@ public final class SensorTagSession {
 
     private func identified(_ db: GATTDatabase) {
         database = db
-        let detected: Model = db.service(CC2650.Movement.uuid) != nil || db.service(CC2650.Optical.uuid) != nil ? .cc2650 : .cc2541
+        // Each generation by the services only it has; nil when the device has neither's.
+        let detected: Model? = db.service(CC2650.Movement.uuid) != nil || db.service(CC2650.Optical.uuid) != nil ? .cc2650
+            : [CC2541.Accelerometer.uuid, CC2541.Magnetometer.uuid, CC2541.Gyroscope.uuid].contains { db.service($0) != nil } ? .cc2541
+            : nil
         if let pinned = tag.model {
-            if pinned.isSensorTag && pinned.generation != detected.generation {
+            if pinned.isSensorTag, let detected, pinned.generation != detected.generation {
                 log(.warning, "configured as \(pinned) but the services look like a \(detected); using \(pinned)")
+            } else if pinned.isSensorTag && detected == nil {
+                log(.warning, "configured as \(pinned) but the device has no service only a SensorTag has; using \(pinned)")
             }
             model = pinned
         } else {
-            model = detected
+            model = detected ?? .cc2541
         }
         log(.info, "\(model!) firmware \(firmware ?? "unknown")\(usedCache ? " (cached handles)" : "")")
         guard model == .gatt else { return setUp(0) }

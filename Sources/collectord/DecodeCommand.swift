@@ -100,7 +100,7 @@ struct Decode: Command {
             let reading = try withRawSpan(payload) { (span) throws(DecodeError) -> Reading in
                 try profile.decode(span, settings: settings)
             }
-            return ReadingEncoder.text(of: reading, model: model, appending: [("raw", Hex.bytes(reading.raw))])
+            return ReadingEncoder.text(of: reading, model: model, appending: [("raw", Hex.bytes(payload))])
         } catch {
             throw .data("\(error)")
         }

@@ -44,6 +44,15 @@ import Publishing
         #expect(object?["sensor"] as? String == "keys")
     }
 
+    /// A payload longer than the 20 bytes a reading keeps (a heart rate measurement with energy
+    /// and nine RR intervals is 22) is shown whole: `raw` is what was given.
+    @Test func rawIsTheWholePayload() throws {
+        let hex = "18 48 10 00" + String(repeating: " 00 04", count: 9)
+        let text = try decode(["--model", "gatt", "--sensor", "heart_rate", "--hex", hex])
+        let object = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        #expect(object?["raw"] as? String == hex)
+    }
+
     @Test func cc2541FirmwareDecidesAccelerometerScale() throws {
         let legacy = try decode(["--model", "cc2541", "--sensor", "accelerometer", "--hex", "C0 E0 A0",
                                  "--firmware", "1.4 (Jun 12 2013)"])
