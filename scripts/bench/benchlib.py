@@ -43,10 +43,11 @@ def address(first, n):
 
 
 class Workdir:
-    """A scratch directory with a short path (AF_UNIX paths stop at 107 bytes)."""
+    """A scratch directory with a short path (AF_UNIX paths stop at 107 bytes), under /tmp or
+    $COLLECTORD_BENCH_TMP (scripts/bench/smoke.py's own directory, removed when every mode passed)."""
 
     def __init__(self, prefix="cd-bench."):
-        self.path = tempfile.mkdtemp(prefix=prefix, dir="/tmp")
+        self.path = tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("COLLECTORD_BENCH_TMP", "/tmp"))
 
     def file(self, name):
         return os.path.join(self.path, name)
@@ -413,6 +414,7 @@ class Subscriber:
         self.events = []         # (arrival monotonic, topic, payload)
         self.stats = None
         self.connected = threading.Event()
+        self.subscribed = threading.Event()  # the broker acknowledged the subscription
         self.connects = 0
         self.prefix = prefix
         self.on_reading = None   # optional callback(arrival, topic)
@@ -420,23 +422,35 @@ class Subscriber:
         if transport == "paho":
             self.c = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id=client_id, clean_session=False)
             self.c.on_connect = self._on_connect
+            self.c.on_subscribe = lambda *_: self.subscribed.set()
             self.c.on_message = lambda client, userdata, msg: self._record(msg.topic, msg.payload)
             self.c.reconnect_delay_set(0.05, 0.5)
             self.c.connect_async("127.0.0.1", port, keepalive=30)
             self.c.loop_start()
-            if not self.connected.wait(10):
-                raise RuntimeError("subscriber could not connect")
+            # Until the SUBACK: a reading published before it would be missed and counted lost.
+            if not self.subscribed.wait(30):
+                raise RuntimeError("subscriber could not connect and subscribe in 30 s")
         else:
             self.p = subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-q", "1", "-c",
                                        "-i", client_id, "-t", prefix + "/#", "-v"],
                                       stdout=subprocess.PIPE, stderr=open(log or os.devnull, "ab"), bufsize=1 << 20)
             _running.append(self.p)
+            self.probe = f"{prefix}/bench-probe/{client_id}"
             self.reader = threading.Thread(target=self._read_pipe, daemon=True)
             self.reader.start()
-            # mosquitto_sub says nothing on connecting; the retained status message (or a short
-            # pause when there is none yet) tells it is subscribed.
-            time.sleep(0.3)
+            # mosquitto_sub says nothing on subscribing: a probe message published until it comes
+            # back tells that it is (a fixed pause would be a guess on a loaded machine).
+            self._wait_probe(port, 30)
             self.connected.set()
+
+    def _wait_probe(self, port, limit):
+        deadline = time.monotonic() + limit
+        while not self.subscribed.is_set():
+            if time.monotonic() > deadline or self.p.poll() is not None:
+                raise RuntimeError(f"mosquitto_sub did not subscribe within {limit} s (exit {self.p.poll()})")
+            subprocess.run(["mosquitto_pub", "-h", "127.0.0.1", "-p", str(port), "-q", "1", "-t", self.probe,
+                            "-m", "probe"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=limit)
+            self.subscribed.wait(0.2)
 
     def _on_connect(self, client, userdata, flags, reason, properties):
         if reason.is_failure:
@@ -448,7 +462,11 @@ class Subscriber:
     def _read_pipe(self):
         for line in self.p.stdout:
             topic, _, payload = line.rstrip(b"\n").partition(b" ")
-            self._record(topic.decode(), payload)
+            topic = topic.decode()
+            if topic == self.probe:
+                self.subscribed.set()
+                continue
+            self._record(topic, payload)
 
     def _record(self, topic, payload):
         now = time.monotonic()

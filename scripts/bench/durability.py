@@ -35,6 +35,7 @@ release binary and the Python environment.
 """
 
 import argparse
+import atexit
 import json
 import os
 import re
@@ -63,6 +64,18 @@ def filesystem(path):
     return subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True, text=True).stdout.strip()
 
 
+_spools = []
+
+
+@atexit.register
+def _remove_spools():
+    """A run stopped half-way (an exception, SIGTERM from scripts/bench/smoke.py's time limit)
+    leaves no spool behind: its processes first, then the directories."""
+    bl._kill_leftovers()
+    for path in _spools:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def spool_directory(parent):
     """A fresh spool directory under `parent`, which must be on a disk: /proc/PID/io counts no
     write to tmpfs."""
@@ -70,7 +83,9 @@ def spool_directory(parent):
     kind = filesystem(parent)
     if kind in ("tmpfs", "ramfs"):
         raise SystemExit(f"{parent} is on {kind}, whose writes /proc/PID/io does not count: give --spool-parent on a disk")
-    return tempfile.mkdtemp(prefix="collectord-spool.", dir=parent), kind
+    path = tempfile.mkdtemp(prefix="collectord-spool.", dir=parent)
+    _spools.append(path)
+    return path, kind
 
 
 def wait_for(predicate, limit, step=0.05):
@@ -313,9 +328,11 @@ def disk(args):
             # The broker back: the replay, until the spool is empty again.
             rig.broker.start()
             a = rig.watch.sample("back")
-            wait_for(lambda: (rig.watch.stats or {}).get("pending", 1) == 0 and rig.watch.stats["at"] > a["t"], 120, 0.2)
+            drained = wait_for(lambda: (rig.watch.stats or {}).get("pending", 1) == 0 and rig.watch.stats["at"] > a["t"],
+                               120, 0.2)
             time.sleep(args.stats_interval + 1)
             r["replay"] = io_window(a, rig.watch.sample("replayed"))
+            r["replay"]["drained"] = drained
             again = [t for t in rig.watch.connects if t > a["t"]]
             r["replay"]["reconnected_after_s"] = again[0] - a["t"] if again else None
         elif name == "stalled":
@@ -493,10 +510,12 @@ def files(args):
                         for _ in range(max(1, size // MB)):
                             f.write(block)
                 planted.append({"name": name, "bytes": size, "kind": how})
-            plant("0000000000000001.spool", 300 * MB, "sparse")
-            plant("0000000000000002.spool", 20 * MB, "garbage")
+            # Scaled down, still larger than a segment may be (1 MB), as at full size.
+            scaled = lambda n: max(2 * MB, int(n * args.junk_scale) // MB * MB)  # noqa: E731
+            plant("0000000000000001.spool", scaled(300 * MB), "sparse")
+            plant("0000000000000002.spool", scaled(20 * MB), "garbage")
             plant("0000000000000003.spool", MB, "garbage")  # the largest a segment may be: read and repaired
-            plant("big-file.bin", 200 * MB, "zeros")
+            plant("big-file.bin", scaled(200 * MB), "zeros")
             os.sync()
         rig = Rig(args, 8, 1_000_000, subscriber="paho", spool=spool)
         rig.wait_streaming(8 * PERIODIC)
@@ -548,6 +567,8 @@ def main():
     m.add_argument("--prefill-interval-us", type=int, default=1000)
     m.add_argument("--replay-limit", type=float, default=240, help="most seconds to wait for the replay")
     m.add_argument("--files-seconds", type=float, default=25)
+    m.add_argument("--junk-scale", type=float, default=1.0,
+                   help="files: the planted junk's sizes (300 MB sparse, 20 MB garbage, 200 MB zeros) times this")
     m.add_argument("scenarios", nargs="*", default=["flood", "stalled", "replay", "files"])
     args = p.parse_args()
     result = {"machine": bl.machine(), "what": args.what, "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -41,6 +41,20 @@ def wait_streaming(sub, topics, limit=30):
     return False
 
 
+def wait_connected(port, limit=30):
+    """Until a client holds an established TCP connection to 127.0.0.1:port (from /proc/net/tcp:
+    remote port `port`, state 01)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        with open("/proc/net/tcp") as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                if fields[3] == "01" and int(fields[2].rsplit(":", 1)[1], 16) == port:
+                    return True
+        time.sleep(0.05)
+    return False
+
+
 class Rig:
     """Broker, subscriber, emulated tags and one pipeline (the daemon, or the reference)."""
 
@@ -148,7 +162,9 @@ def idle(args):
     broker = bl.Broker(work).start()
     config = bl.daemon_config(work, broker.port, 0)
     d = bl.Process([args.binary, "run", "--config", config], work.file("collectord.log"))
-    time.sleep(2)
+    if not wait_connected(broker.port):
+        raise SystemExit(f"idle: the daemon did not connect to its broker; see {work.path}")
+    time.sleep(2)  # past the start-up's own wakeups
     a = d.sample()
     time.sleep(args.seconds)
     out["no_tags"] = bl.rates(a, d.sample())
@@ -207,7 +223,8 @@ def startup(args):
         config = bl.daemon_config(work, broker.port, args.tags)
         t0 = time.monotonic()
         daemon = bl.Daemon(args.binary, work, config, emulators).proc
-        wait_streaming(sub, args.tags * PERIODIC)
+        if not wait_streaming(sub, args.tags * PERIODIC):
+            raise SystemExit(f"startup: not every sensor streamed; see {work.path}")
         with sub.lock:
             connected = next(t for t, topic, p in sub.events if topic.endswith("/status") and p == "online")
             online = sorted(t for t, topic, p in sub.events if bl.topic_kind(topic) == "availability" and p == "online")
@@ -271,6 +288,9 @@ def reconnect(args):
         os.kill(rig.emulators.proc.pid, signal.SIGUSR1)
         time.sleep(0.001)
         got = first_readings_after(t)
+        if len(got) < args.tags:
+            raise SystemExit(f"reconnect: {len(got)} of {args.tags} tags streamed again after their links were "
+                             f"dropped; see {rig.work.path}")
         out["drop_all"].append(sorted(1e3 * (v - t) for v in got.values()))
     for _ in range(args.repeat):
         rig.emulators.stop()
@@ -278,6 +298,9 @@ def reconnect(args):
         rig.emulators = bl.Emulators(args.binary, rig.work, args.tags, args.interval)
         t = rig.emulators.wait_ready()
         got = first_readings_after(t)
+        if len(got) < args.tags:
+            raise SystemExit(f"reconnect: {len(got)} of {args.tags} tags streamed again after {args.away:g} s "
+                             f"away; see {rig.work.path}")
         out["gone_and_back"].append(sorted(1e3 * (v - t) for v in got.values()))
         time.sleep(1)
     rig.finish()
