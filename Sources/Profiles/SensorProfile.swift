@@ -210,7 +210,8 @@ public struct SensorProfile: Sendable {
         case .declared(let d):
             return d.fields.map { f in
                 var declaration = FieldDeclaration(f.name, .none)
-                declaration.declaredUnit = f.unit
+                // `unit = ""` says "none", as for the readings (`FieldName(declared:unit:)`).
+                declaration.declaredUnit = f.unit.flatMap { $0.isEmpty ? nil : $0 }
                 declaration.declaredDeviceClass = f.deviceClass
                 return declaration
             }

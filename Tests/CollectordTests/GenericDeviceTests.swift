@@ -32,6 +32,72 @@ let genericTags = """
 let declaredProfileConfig = thermoProfile + genericTags
 
 @Suite(.serialized) struct GenericDeviceTests {
+    /// The longest names the configuration accepts, everywhere a name reaches a payload: a
+    /// 64-byte tag, a 32-byte sensor with twelve values (the most a reading has), each a 32-byte
+    /// field with a 16-byte unit of multi-byte characters. Every reading arrives whole, in both
+    /// payload formats; the device's discovery config parses. (A 9,000-byte sensor name once
+    /// made the encoder write past its buffer: names are bounded now, and the encoder counts
+    /// every byte it writes.)
+    @Test(arguments: ["detailed", "flat"])
+    func theLongestAcceptedNamesStream(payload: String) throws {
+        let sensor = "s" + String(repeating: "a", count: 31)
+        let tag = String(repeating: "t", count: 64)
+        let unit = "µg/m³µg/m³xx"
+        #expect(sensor.utf8.count == 32 && unit.utf8.count == 16)
+        let fieldNames = (1...12).map { "f\($0 < 10 ? "0" : "")\($0)_" + String(repeating: "x", count: 28) }
+        let profile = """
+            [[profile]]
+            name = "\(String(repeating: "p", count: 64))"
+            [[profile.characteristic]]
+            sensor = "\(sensor)"
+            service = "FFF0"
+            uuid = "FFF1"
+            shape = "raw_array"
+            type = "int16"
+            count = 12
+            fields = [\(fieldNames.map { "{ name = \"\($0)\", scale = 0.01, unit = \"\(unit)\" }" }.joined(separator: ", "))]
+
+            """
+        let tags = """
+
+            [[tag]]
+            name = "\(tag)"
+            address = "C0:FF:EE:00:00:01"
+            profile = "\(String(repeating: "p", count: 64))"
+            """
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "#")
+        let text = config(port: broker.port, tags: profile + tags).replacingOccurrences(of: "client_id = \"test\"", with: "client_id = \"test\"\npayload = \"\(payload)\"")
+        let daemon = try DaemonProcess(config: text)
+        try daemon.start()
+        let topic = "collectord/tags/\(tag)/\(sensor)"
+        #expect(sub.waitFor(seconds: 60) { $0.lines.filter { $0.topic == topic }.count >= 5 }, "\(daemon.log)")
+        #expect(sub.waitFor(seconds: 30) { $0.lines.contains { $0.topic.hasPrefix("homeassistant/device/") && !$0.payload.isEmpty } })
+        let (_, status) = daemon.stop()
+        sub.stop()
+        #expect(status == 0, "\(daemon.log)")
+        #expect(!daemon.log.contains("not published"), "\(daemon.log)")
+        var seqs: [Int] = []
+        for line in sub.lines where line.topic == topic {
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(line.payload.utf8)) as? [String: Any])
+            #expect(json["sensor"] as? String == sensor && json["tag"] as? String == tag)
+            seqs.append(try #require(json["seq"] as? Int))
+            if payload == "flat" {
+                #expect(fieldNames.allSatisfy { json[$0] is Double }, "\(line.payload)")
+            } else {
+                let fields = try #require(json["fields"] as? [String: [String: Any]])
+                #expect(Set(fields.keys) == Set(fieldNames))
+                #expect(fields.values.allSatisfy { $0["unit"] as? String == unit }, "\(line.payload)")
+            }
+        }
+        #expect(gapFree(seqs), "\(seqs)")
+        let device = try #require(sub.lines.last { $0.topic.hasPrefix("homeassistant/device/") && !$0.payload.isEmpty })
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(device.payload.utf8)) as? [String: Any])
+        let components = try #require(json["cmps"] as? [String: [String: Any]])
+        #expect(fieldNames.allSatisfy { components["\(sensor)_\($0)"]?["unit_of_measurement"] as? String == unit },
+                "\(components.keys.sorted())")
+    }
+
     @Test func standardAndDeclaredDevicesReachASubscriber() throws {
         let broker = try Broker()
         let sub = try Subscriber(port: broker.port, topic: "#")
