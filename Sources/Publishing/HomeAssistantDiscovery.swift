@@ -9,7 +9,8 @@
 // node   = "sensortag_" + the tag's address in lower-case hex without colons (b0b448c94a85): stable
 //          when the tag is renamed in the configuration, valid in a discovery topic ([A-Za-z0-9_-]).
 // object = "<sensor>_<field>" ("humidity_temperature", "movement_accel_x"); key bits add the bit
-//          index ("keys_pressed_0"). The same object ids and unique ids in both forms.
+//          index ("keys_pressed_0"); the link's "signal_strength" (`EntityNames` in Model, which
+//          the configuration checks against). The same object ids and unique ids in both forms.
 //
 // Choices (documented for the operator):
 // - Numeric fields are `sensor` entities with `state_class: measurement`, a
@@ -216,10 +217,10 @@ public struct HomeAssistantDiscovery: Sendable {
         var result: [Entity] = []
         for field in fields {
             let name = field.name.description
-            let object = HomeAssistantDiscovery.sanitize("\(sensor.rawValue)_\(name)")
+            let object = EntityNames.objectID(sensor: sensor, field: name)
             if field.isBits && sensor == .keys {
                 for (bit, label) in HomeAssistantDiscovery.keyBits(device.model) {
-                    let objectID = "\(object)_\(bit)"
+                    let objectID = EntityNames.objectID(sensor: sensor, field: name, bit: bit)
                     result.append(Entity(component: "binary_sensor", objectID: objectID, members: [
                         ("name", .string(label)),
                         ("unique_id", .string("collectord_\(node)_\(objectID)")),
@@ -328,10 +329,6 @@ public struct HomeAssistantDiscovery: Sendable {
 
     static func isTopicIDCharacter(_ s: Unicode.Scalar) -> Bool {
         (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "_" || s == "-"
-    }
-
-    static func sanitize(_ s: String) -> String {
-        String(String.UnicodeScalarView(s.unicodeScalars.map { isTopicIDCharacter($0) ? $0 : "_" }))
     }
 
     static func modelName(_ model: Model) -> String {
