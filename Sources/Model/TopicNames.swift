@@ -32,6 +32,31 @@ public enum TopicNames {
     }
 }
 
+extension TopicNames {
+    /// The last level of a tag's availability topic in v1 (`<prefix>/<tag>/availability`).
+    public static let v1Availability = "availability"
+    /// The last levels of the daemon's own topics (`<prefix>/<client>/status` in v1,
+    /// `<prefix>/daemon/<client>/status` in v2).
+    public static let daemonLeaves = ["status", "events", "stats"]
+
+    /// Why a sensor named `sensor` cannot publish its readings under `layout`, or nil. In v1 a
+    /// reading's topic `<prefix>/<tag>/<sensor>` shares its levels with the tag's availability.
+    public static func sensorProblem(_ sensor: String, layout: TopicLayout) -> String? {
+        guard layout == .v1, sensor == v1Availability else { return nil }
+        return "is the tag's availability topic with topic_layout = \"v1\" (<prefix>/<tag>/availability)"
+    }
+
+    /// Why a tag named `tag` cannot publish beside the daemon's topics of client `client` under
+    /// `layout`, or nil. In v1 tags and the client id share the level under the prefix, so a tag
+    /// named like the client id would have its readings among `<prefix>/<client>/status`,
+    /// `events` and `stats`.
+    public static func tagProblem(_ tag: String, client: String, layout: TopicLayout) -> String? {
+        guard layout == .v1, tag == client else { return nil }
+        return "is the client id, whose status, events and stats topics share the tag's level with topic_layout = \"v1\" "
+            + "(<prefix>/<client>/status)"
+    }
+}
+
 /// How the daemon's topics are laid out under the prefix (`Topics` in Publishing has the table).
 /// v2 puts readings, availability and the daemon's own topics under fixed levels of their own;
 /// v1 is the layout before it, kept for one release so that subscribers can move at their pace.
