@@ -16,9 +16,11 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
         self.message = message
     }
 
+    /// The path shown escaped (`shown`): a file name may hold control characters, and the line
+    /// goes to a terminal or the journal.
     public var description: String {
-        if let line { return "\(path):\(line): \(message)" }
-        return "\(path): \(message)"
+        if let line { return "\(shown(path)):\(line): \(message)" }
+        return "\(shown(path)): \(message)"
     }
 }
 
@@ -37,4 +39,7 @@ public struct ConfigurationErrors: Error, Sendable, Equatable, CustomStringConve
     public var lines: [String] { errors.map(\.description) }
 
     public var description: String { lines.joined(separator: "\n") }
+
+    /// "1 error", "3 errors": how many, for the line after them (check-config, a refused reload).
+    public var counted: String { errors.count == 1 ? "1 error" : "\(errors.count) errors" }
 }

@@ -129,6 +129,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var maxBytes: Int { maxMegabytes * 1024 * 1024 }
 
         public init() {}
+
+        /// Why this process cannot keep its spool in `path`, or nil: the directory exists or can
+        /// be created, is one, and a file can be created in it. Tried for real and undone: nothing
+        /// is left behind. For a reload to ask before it gives up the spool it has.
+        public func writableProblem() -> String? { SystemFile.spoolProblem(path) }
     }
 
     public struct HomeAssistant: Sendable, Equatable {

@@ -14,7 +14,9 @@ extension Schema {
     static let enableWrite = ["uuid", "value"]
     static let periodWrite = ["uuid", "encoding"]
     static let field = ["name", "scale", "offset", "unit", "device_class"]
-    static let shapes = ShapeKind.allCases.map { ($0.rawValue, $0) }
+    /// The shapes a declared sensor may have: every one but `string`, whose text has no number to
+    /// publish (the Device Information service already gives a device's strings).
+    static let shapes = ShapeKind.allCases.filter { $0 != .string }.map { ($0.rawValue, $0) }
     static let scalarTypes = ScalarType.allCases.map { ($0.rawValue, $0) }
     static let byteOrders = ByteOrder.allCases.map { ($0.rawValue, $0) }
     static let periodEncodings = PeriodEncoding.allCases.map { ($0.rawValue, $0) }
@@ -22,6 +24,11 @@ extension Schema {
     /// What a reading's payload buffer is sized for (`ReadingEncoder.recommendedCapacity`).
     static let fieldNameMax = 32
     static let unitMax = 16
+    /// A declared sensor's name is a topic level and goes into every payload and object id of
+    /// its readings: as long as a field name at most (the built-in ones are 14 at most).
+    static let sensorNameMax = 32
+    /// A profile's name is shown by check-config and in messages; a name, not a description.
+    static let profileNameMax = 64
 }
 
 /// The profiles of the configuration and its drop-in files, as validation collects them.
@@ -31,6 +38,30 @@ struct DeclaredProfiles {
     var invalid = Set<String>()
     /// The file each name was declared in, valid or not.
     var files: [String: String] = [:]
+    /// Where each valid profile declares each sensor and field, for the errors a tag using it
+    /// finds (in another file, maybe).
+    var origins: [String: ProfileOrigins] = [:]
+}
+
+/// A place in a configuration file.
+struct Origin: Equatable {
+    var file: String
+    var line: Int
+}
+
+/// Where one profile declares its sensors (the `uuid` of each characteristic) and their fields
+/// (each field's `name`).
+struct ProfileOrigins {
+    var characteristics: [Sensor: Origin] = [:]
+    var fields: [Sensor: [String: Origin]] = [:]
+}
+
+/// One characteristic as validated, with the lines its declaration is on.
+private struct Declared {
+    let characteristic: DeclaredCharacteristic
+    let uuidLine: Int
+    /// One per field, in order.
+    let fieldLines: [Int]
 }
 
 extension Validator {
@@ -44,13 +75,17 @@ extension Validator {
             var scope = Scope(context: "profile #\(index + 1)")
             var name: String?
             if let (n, line) = string(t, "name", Scope(context: scope.context)) {
-                scope.context = "profile \(quoted(n))"
+                if n.utf8.count <= Schema.profileNameMax { scope.context = "profile \(quoted(n))" }
                 if n.isEmpty {
                     report(line, scope.context, "name must not be empty")
+                } else if n.utf8.count > Schema.profileNameMax {
+                    report(line, scope.context, "name must be at most \(Schema.profileNameMax) bytes (got \(n.utf8.count))")
+                } else if !n.utf8.allSatisfy(isTagNameByte) {
+                    report(line, scope.context, "name must contain only \(Schema.tagNameHelp) (got \(quoted(n)))")
                 } else if let first = lines[n] {
                     report(line, scope.context, "name \(quoted(n)) is already used by the profile at line \(first)")
                 } else if let file = declared.files[n] {
-                    report(line, scope.context, "name \(quoted(n)) is already used by a profile in \(file)")
+                    report(line, scope.context, "name \(quoted(n)) is already used by a profile in \(shown(file))")
                 } else {
                     lines[n] = line
                     name = n
@@ -63,7 +98,16 @@ extension Validator {
             if let name {
                 declared.files[name] = path
                 if errors.count == errorsBefore {
-                    declared.profiles[name] = DeviceProfile(name: name, characteristics: characteristics)
+                    declared.profiles[name] = DeviceProfile(name: name, characteristics: characteristics.map(\.characteristic))
+                    var origins = ProfileOrigins()
+                    for d in characteristics {
+                        let sensor = d.characteristic.sensor
+                        origins.characteristics[sensor] = Origin(file: path, line: d.uuidLine)
+                        for (field, line) in zip(d.characteristic.decoding.fields, d.fieldLines) {
+                            origins.fields[sensor, default: [:]][field.name.description] = Origin(file: path, line: line)
+                        }
+                    }
+                    declared.origins[name] = origins
                 } else {
                     declared.invalid.insert(name)
                 }
@@ -71,7 +115,7 @@ extension Validator {
         }
     }
 
-    private mutating func declaredCharacteristics(_ t: TOMLTable, _ scope: Scope) -> [DeclaredCharacteristic] {
+    private mutating func declaredCharacteristics(_ t: TOMLTable, _ scope: Scope) -> [Declared] {
         guard let v = t["characteristic"] else {
             report(t.line, scope.context, "a profile needs at least one [[profile.characteristic]]")
             return []
@@ -80,31 +124,59 @@ extension Validator {
             report(v.line, scope.context, "characteristic must be an array of tables: [[profile.characteristic]] (got \(v.typeName))")
             return []
         }
-        var out: [DeclaredCharacteristic] = []
+        var out: [Declared] = []
         var sensors: [Sensor: Int] = [:]
+        var places: [(service: GATTUUID, uuid: GATTUUID, sensor: String?, line: Int)] = []
         for item in items {
             guard let c = item.table else {
                 report(item.line, scope.context, "characteristic must be a table (got \(item.typeName))")
                 continue
             }
-            if let d = declaredCharacteristic(c, scope, sensors: &sensors) { out.append(d) }
+            if let d = declaredCharacteristic(c, scope, sensors: &sensors, places: &places) { out.append(d) }
         }
+        objectIDs(of: out, scope)
         return out
     }
 
-    private mutating func declaredCharacteristic(_ c: TOMLTable, _ profileScope: Scope,
-                                                 sensors: inout [Sensor: Int]) -> DeclaredCharacteristic? {
+    /// Home Assistant object ids (`EntityNames`) that two fields of the profile would make, or a
+    /// field and every tag's signal strength: reported at the later field's name.
+    private mutating func objectIDs(of characteristics: [Declared], _ scope: Scope) {
+        var ids: [String: (sensor: Sensor, field: String, line: Int)] = [:]
+        for d in characteristics {
+            let sensor = d.characteristic.sensor
+            for (field, line) in zip(d.characteristic.decoding.fields.map(\.name.description), d.fieldLines) {
+                let id = EntityNames.objectID(sensor: sensor, field: field)
+                let said = "characteristic \(quoted(sensor.rawValue)): fields.name \(quoted(field)) makes the Home Assistant object id \(quoted(id))"
+                if id == EntityNames.signalStrength {
+                    report(line, scope.context, "\(said), which is every tag's signal strength entity; rename the field or the sensor")
+                } else if let first = ids[id] {
+                    report(line, scope.context, "\(said), which the field \(quoted(first.field)) of sensor \(quoted(first.sensor.rawValue)) "
+                           + "(line \(first.line)) makes too; rename one of them")
+                } else {
+                    ids[id] = (sensor, field, line)
+                }
+            }
+        }
+    }
+
+    private mutating func declaredCharacteristic(_ c: TOMLTable, _ profileScope: Scope, sensors: inout [Sensor: Int],
+                                                 places: inout [(service: GATTUUID, uuid: GATTUUID, sensor: String?, line: Int)]) -> Declared? {
         let errorsBefore = errors.count
         var scope = Scope(context: profileScope.context, prefix: "characteristic.")
         checkKeys(c, allowed: Schema.characteristic, scope)
 
         var sensor: Sensor?
+        let sensorName = c["sensor"]?.string
         if let (s, line) = string(c, "sensor", scope) {
-            scope.prefix = "characteristic \(quoted(s)): "
+            if s.utf8.count <= Schema.sensorNameMax { scope.prefix = "characteristic \(quoted(s)): " }
             if s.isEmpty || !s.utf8.allSatisfy(isFieldNameByte) || !(s.utf8.first.map(isLowerLetter) ?? false) {
                 report(line, scope.context, "sensor must be \(Schema.fieldNameHelp), since it is an MQTT topic level (got \(quoted(s)))")
+            } else if s.utf8.count > Schema.sensorNameMax {
+                report(line, scope.context, "sensor must be at most \(Schema.sensorNameMax) bytes (got \(s.utf8.count))")
             } else if Sensor(rawValue: s) != nil {
                 report(line, scope.context, "sensor \(quoted(s)) is a built-in sensor's name; give the declared one its own")
+            } else if let problem = TopicNames.sensorProblem(s, layout: layout) {
+                report(line, scope.context, "sensor \(quoted(s)) \(problem); give the sensor another name, or use topic_layout = \"v2\"")
             } else if let first = sensors[Sensor(declared: s)] {
                 report(line, scope.context, "sensor \(quoted(s)) is already declared at line \(first)")
             } else {
@@ -112,25 +184,50 @@ extension Validator {
                 sensors[Sensor(declared: s)] = line
             }
         } else if c["sensor"] == nil {
-            report(c.line, scope.context, "characteristic: missing required key \"sensor\"")
+            report(c.line, scope.tableContext, "missing required key \"sensor\"")
         }
         let service = uuid(c, "service", scope, required: true)
         let uuid = self.uuid(c, "uuid", scope, required: true)
+        let uuidLine = c["uuid"]?.line ?? c.line
+        if let service, let uuid {
+            // The session finds a sensor's characteristic by service and UUID: a second sensor on
+            // the same one would never be given a reading.
+            if let first = places.first(where: { $0.service == service && $0.uuid == uuid }) {
+                report(uuidLine, scope.context, "\(scope.prefix)service \(service), characteristic \(uuid) is already "
+                       + (first.sensor.map { "the sensor \(quoted($0)) at line \(first.line)" } ?? "declared at line \(first.line)"))
+            } else {
+                places.append((service, uuid, sensorName, uuidLine))
+            }
+        }
 
-        let kind = choice(c, "shape", scope, Schema.shapes)
-        if kind == nil && c["shape"] == nil { report(c.line, scope.context, "\(scope.prefix)missing required key \"shape\"") }
-        let needsType = kind != .string
+        var kind: ShapeKind?
+        var isString = false
+        if let v = c["shape"], v.string == ShapeKind.string.rawValue {
+            // Text carries no number to publish: a string characteristic is for identification,
+            // which the Device Information service already gives.
+            isString = true
+            report(v.line, scope.context, "\(scope.prefix)shape must be one of \(Schema.shapes.map(\.0).joined(separator: ", ")) "
+                   + "(got \"string\": a string characteristic has no number to publish; declare the numbers a sensor sends)")
+        } else {
+            kind = choice(c, "shape", scope, Schema.shapes)
+            if kind == nil && c["shape"] == nil { report(c.line, scope.tableContext, "missing required key \"shape\"") }
+        }
+        let needsType = !isString
         let type = choice(c, "type", scope, Schema.scalarTypes)
         if needsType && type == nil && c["type"] == nil {
-            report(c.line, scope.context, "\(scope.prefix)missing required key \"type\" (one of \(ScalarType.allCases.map(\.rawValue).joined(separator: ", ")))")
+            report(c.line, scope.tableContext, "missing required key \"type\" (one of \(ScalarType.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         let hasSecond = kind == .rawPair || kind == .rawArrayPair
         let type2 = choice(c, "type2", scope, Schema.scalarTypes)
         if hasSecond && type2 == nil && c["type2"] == nil {
             report(c.line, scope.context, "\(scope.prefix)a \(kind!.rawValue) needs \"type2\", the second part's type")
         }
+        let countsBefore = errors.count
         let count = integer(c, "count", scope, in: 1...Reading.maxFields, default: 1)
         let count2 = integer(c, "count2", scope, in: 1...Reading.maxFields, default: 1)
+        // A count out of range is reported once: no shape is made of it, so the fields are not
+        // counted against a value count nobody wrote.
+        let countsValid = errors.count == countsBefore
         let order = choice(c, "byte_order", scope, Schema.byteOrders) ?? .little
         for (key, allowed) in [("count", kind == .rawArray || kind == .rawArrayPair), ("type2", hasSecond),
                                ("count2", kind == .rawArrayPair), ("type", needsType)] where !allowed {
@@ -140,7 +237,7 @@ extension Validator {
         }
 
         var shape: DeclaredShape?
-        if let kind, !needsType || type != nil, !hasSecond || type2 != nil {
+        if let kind, type != nil, !hasSecond || type2 != nil, countsValid {
             do {
                 // A count that does not apply was reported above; the shape is checked without it.
                 let isArray = kind == .rawArray || kind == .rawArrayPair
@@ -149,12 +246,6 @@ extension Validator {
             } catch {
                 report(c["shape"]?.line ?? c.line, scope.context, "\(scope.prefix)\(error)")
             }
-        }
-        if kind == .string {
-            // Text carries no number to publish: a string characteristic is for identification,
-            // which the Device Information service already gives.
-            report(c["shape"]?.line ?? c.line, scope.context,
-                   "\(scope.prefix)a string characteristic has no value to publish; declare the numbers a sensor sends")
         }
 
         let fields = declaredFields(c, scope, expected: shape?.valueCount)
@@ -176,29 +267,30 @@ extension Validator {
             let u = self.uuid(t, "uuid", s, required: true)
             let encoding = choice(t, "encoding", s, Schema.periodEncodings)
             if encoding == nil && t["encoding"] == nil {
-                report(t.line, s.context, "\(s.prefix)missing required key \"encoding\" (one of \(PeriodEncoding.allCases.map(\.rawValue).joined(separator: ", ")))")
+                report(t.line, s.tableContext, "missing required key \"encoding\" (one of \(PeriodEncoding.allCases.map(\.rawValue).joined(separator: ", ")))")
             }
             if let u, let encoding { period = (u, encoding) }
         }
 
         guard errors.count == errorsBefore, let sensor, let service, let uuid, let shape, let fields,
-              let decoding = DeclaredDecoding(shape: shape, fields: fields) else { return nil }
-        return DeclaredCharacteristic(sensor: sensor, service: service, uuid: uuid, decoding: decoding, notifies: notify,
-                                      enable: enable, period: period)
+              let decoding = DeclaredDecoding(shape: shape, fields: fields.map(\.field)) else { return nil }
+        return Declared(characteristic: DeclaredCharacteristic(sensor: sensor, service: service, uuid: uuid, decoding: decoding,
+                                                               notifies: notify, enable: enable, period: period),
+                        uuidLine: uuidLine, fieldLines: fields.map(\.line))
     }
 
     /// `fields = [{ name = "…", scale = …, offset = …, unit = "…", device_class = "…" }, …]`: one
     /// per value the shape yields, in wire order.
-    private mutating func declaredFields(_ c: TOMLTable, _ scope: Scope, expected: Int?) -> [DeclaredField]? {
+    private mutating func declaredFields(_ c: TOMLTable, _ scope: Scope, expected: Int?) -> [(field: DeclaredField, line: Int)]? {
         guard let v = value(c, "fields", .array, scope), let items = v.array else {
-            if c["fields"] == nil { report(c.line, scope.context, "\(scope.prefix)missing required key \"fields\"") }
+            if c["fields"] == nil { report(c.line, scope.tableContext, "missing required key \"fields\"") }
             return nil
         }
         if let expected, items.count != expected {
             report(v.line, scope.context, "\(scope.prefix)fields lists \(items.count) field\(items.count == 1 ? "" : "s") but the shape yields \(expected) value\(expected == 1 ? "" : "s")")
             return nil
         }
-        var out: [DeclaredField] = []
+        var out: [(field: DeclaredField, line: Int)] = []
         var names: Set<String> = []
         for item in items {
             guard let f = item.table else {
@@ -209,7 +301,7 @@ extension Validator {
             s.prefix += "fields."
             checkKeys(f, allowed: Schema.field, s)
             guard let (name, line) = string(f, "name", s) else {
-                if f["name"] == nil { report(item.line, s.context, "\(s.prefix)missing required key \"name\"") }
+                if f["name"] == nil { report(item.line, s.tableContext, "missing required key \"name\"") }
                 continue
             }
             guard !name.isEmpty, name.utf8.allSatisfy(isFieldNameByte), isLowerLetter(name.utf8.first!) else {
@@ -220,6 +312,11 @@ extension Validator {
                 report(line, s.context, "\(s.prefix)name must be at most \(Schema.fieldNameMax) bytes (got \(name.utf8.count))")
                 continue
             }
+            guard !PayloadKeys.reserved.contains(name) else {
+                report(line, s.context, "\(s.prefix)name \(quoted(name)) is a key of every reading's payload "
+                       + "(the flat payload puts the fields beside it); give the field another name")
+                continue
+            }
             guard names.insert(name).inserted else {
                 report(line, s.context, "\(s.prefix)name \(quoted(name)) is used twice")
                 continue
@@ -227,7 +324,7 @@ extension Validator {
             let scale = finiteNumber(f, "scale", s, default: 1)
             let offset = finiteNumber(f, "offset", s, default: 0)
             let unit = string(f, "unit", s).flatMap { (u, line) -> String? in
-                guard u.utf8.count <= Schema.unitMax, !u.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                guard u.utf8.count <= Schema.unitMax, u.unicodeScalars.allSatisfy(isPrintable) else {
                     report(line, s.context, "\(s.prefix)unit must be at most \(Schema.unitMax) bytes of printable text, such as \"µg/m³\" (got \(quoted(u)))")
                     return nil
                 }
@@ -240,14 +337,14 @@ extension Validator {
                 }
                 return d
             }
-            out.append(DeclaredField(name: name, scale: scale, offset: offset, unit: unit, deviceClass: deviceClass))
+            out.append((DeclaredField(name: name, scale: scale, offset: offset, unit: unit, deviceClass: deviceClass), line))
         }
         return out.count == items.count ? out : nil
     }
 
     private mutating func uuid(_ t: TOMLTable, _ key: String, _ scope: Scope, required: Bool) -> GATTUUID? {
         guard let (s, line) = string(t, key, scope) else {
-            if required && t[key] == nil { report(t.line, scope.context, "\(scope.prefix)missing required key \(quoted(key))") }
+            if required && t[key] == nil { report(t.line, scope.tableContext, "missing required key \(quoted(key))") }
             return nil
         }
         guard let u = GATTUUID(s) else {
@@ -260,7 +357,7 @@ extension Validator {
     /// "01", "01 00" or "0100": one to 20 bytes, in hex.
     private mutating func hexBytes(_ t: TOMLTable, _ key: String, _ scope: Scope) -> [UInt8]? {
         guard let (s, line) = string(t, key, scope) else {
-            if t[key] == nil { report(t.line, scope.context, "\(scope.prefix)missing required key \(quoted(key))") }
+            if t[key] == nil { report(t.line, scope.tableContext, "missing required key \(quoted(key))") }
             return nil
         }
         let digits = s.utf8.filter { $0 != UInt8(ascii: " ") }

@@ -7,6 +7,7 @@
 
 import Glibc
 import Model
+import Profiles
 
 struct DropIns {
     /// The directory looked in (empty when nothing was read).
@@ -28,18 +29,42 @@ struct DropIns {
             return d
         }
         defer { closedir(dir) }
-        var names: [String] = []
+        // The names as the kernel gives them, bytes: one that is not UTF-8 is opened by no decoded
+        // name, and is refused by its bytes rather than reported as missing under another.
+        var names: [[UInt8]] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name.hasSuffix(".conf") && !name.hasPrefix(".") { names.append(name) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
+            if name.count > 5 && name.suffix(5).elementsEqual(".conf".utf8) && name.first != UInt8(ascii: ".") { names.append(name) }
         }
-        for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-            let path = d.directory + "/" + name
+        for name in names.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
+            guard let text = String(validating: name, as: UTF8.self) else {
+                d.files.append((d.directory + "/" + DropIns.escaped(name), .failure(.nameNotUTF8)))
+                continue
+            }
+            let path = d.directory + "/" + text
             d.files.append((path, SystemFile.read(path).map { TOML.parse(utf8: $0) }))
         }
         return d
+    }
+
+    /// A file name's bytes as text: its UTF-8 as it is, every other byte as `\xHH`.
+    static func escaped(_ name: [UInt8]) -> String {
+        var out = ""
+        var parser = Unicode.UTF8.ForwardParser()
+        var bytes = name.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &bytes) {
+            case .valid(let encoded):
+                out.unicodeScalars.append(Unicode.UTF8.decode(encoded))
+                offset += encoded.count
+            case .error(let length):
+                for b in name[offset..<offset + length] { out += "\\x" + Hex.string(b, digits: 2) }
+                offset += length
+            case .emptyInput:
+                return out
+            }
+        }
     }
 }
 
@@ -56,11 +81,12 @@ extension Validator {
                 errors.append(ConfigurationError(path: file.path, line: nil, message: "cannot read the drop-in file: \(problem)"))
             case .success(let document):
                 var v = Validator(path: file.path)
+                (v.layout, v.clientID) = (layout, clientID)
                 for e in document.errors { v.report(e.line, nil, e.message) }
                 if document.isComplete {
                     for entry in document.root.entries where entry.key != "profile" {
                         v.report(entry.value.line, nil, "a drop-in file holds device profiles ([[profile]]) only; "
-                                 + "\(quoted(entry.key)) belongs in \(path)")
+                                 + "\(quoted(entry.key)) belongs in \(shown(path))")
                     }
                     v.profiles(document.root, into: &declared)
                 }

@@ -5,7 +5,8 @@ import Profiles
 
 extension DaemonConfiguration {
     /// A human-readable account of the effective configuration, defaults included. Never contains
-    /// the MQTT password (only the file it was read from).
+    /// the MQTT password (only the file it was read from). Text from the file is shown escaped
+    /// (`shown`, `quoted`): it goes to a terminal.
     public func summary() -> String {
         var lines: [String] = []
         let limits = connectionLimits
@@ -18,37 +19,37 @@ extension DaemonConfiguration {
         lines.append("log level: \(Schema.logLevels.first { $0.1 == logLevel }!.0)")
         lines.append("statistics: " + (statsIntervalSeconds == 0 ? "off" : "every \(statsIntervalSeconds) s"))
         lines.append("mqtt brokers: " + mqtt.brokers.map(\.description).joined(separator: ", "))
-        lines.append("mqtt client id: \(mqtt.clientID)")
+        lines.append("mqtt client id: \(shown(mqtt.clientID))")
         lines.append("mqtt session: qos \(mqtt.qos.rawValue), retain \(onOff(mqtt.retain)), clean session \(onOff(mqtt.cleanSession)), "
                      + "keepalive \(mqtt.keepaliveSeconds) s, max inflight \(mqtt.maxInflight)")
         var auth = "mqtt login: "
         if let user = mqtt.username {
             auth += "user \(quoted(user))"
-            auth += mqtt.passwordFile.map { ", password from \($0)" } ?? ", no password"
+            auth += mqtt.passwordFile.map { ", password from \(shown($0))" } ?? ", no password"
         } else {
             auth += "anonymous"
         }
         lines.append(auth)
         if mqtt.tls.enabled {
-            var tls = "mqtt TLS: on, CA " + (mqtt.tls.caFile ?? "system store")
-            if let cert = mqtt.tls.certFile, let key = mqtt.tls.keyFile { tls += ", client certificate \(cert) (key \(key))" }
+            var tls = "mqtt TLS: on, CA " + (mqtt.tls.caFile.map(shown) ?? "system store")
+            if let cert = mqtt.tls.certFile, let key = mqtt.tls.keyFile { tls += ", client certificate \(shown(cert)) (key \(shown(key)))" }
             tls += mqtt.tls.verify ? ", verify on" : ", verify OFF (the broker's certificate is not checked)"
             lines.append(tls)
         } else {
             lines.append("mqtt TLS: off")
         }
-        lines.append("topic prefix: \(mqtt.topicPrefix), layout \(mqtt.topicLayout.rawValue)"
+        lines.append("topic prefix: \(shown(mqtt.topicPrefix)), layout \(mqtt.topicLayout.rawValue)"
                      + (mqtt.topicLayout == .v1 ? " (deprecated: readings, availability and the daemon's topics share a level)" : ""))
         lines.append("payload: \(mqtt.payload.rawValue), values " + (mqtt.roundToResolution ? "rounded to the sensor's resolution" : "unrounded"))
         lines.append("reconnect: \(reconnect.base.milliseconds) ms doubling to \(reconnect.cap.milliseconds) ms, "
                      + "waiting for an advertisement after \(reconnect.maxAttempts) failed attempts")
-        lines.append("spool: \(spool.path) (at most \(spool.maxMegabytes) MB)")
+        lines.append("spool: \(shown(spool.path)) (at most \(spool.maxMegabytes) MB)")
         lines.append("home assistant discovery: "
-                     + (homeAssistant.discovery ? "on (prefix \(homeAssistant.prefix), one config per \(homeAssistant.form.rawValue))" : "off"))
+                     + (homeAssistant.discovery ? "on (prefix \(shown(homeAssistant.prefix)), one config per \(homeAssistant.form.rawValue))" : "off"))
         if !profiles.isEmpty {
             // Those of a drop-in file with it; the main file's bare.
             lines.append("device profiles: " + profiles.keys.sorted().map { name in
-                profileFiles[name].map { "\(name) (\($0))" } ?? name
+                profileFiles[name].map { "\(name) (\(shown($0)))" } ?? name
             }.joined(separator: ", "))
         }
         if tags.isEmpty {

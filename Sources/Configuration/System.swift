@@ -46,6 +46,58 @@ enum SystemFile {
         return nil
     }
 
+    /// Why this process cannot keep its spool in `directory`, or nil: the directory exists or can
+    /// be created (mkdir -p, as the spool does), is a directory, and a file can be created in it.
+    /// Tried for real and undone, so that nothing is left behind: a probe file created and
+    /// removed, or the first missing directory made and removed again (whoever can make that one
+    /// can make the rest). Under the service's sandbox (`ProtectSystem=strict`) this is the only
+    /// way to know; permissions alone do not say.
+    static func spoolProblem(_ directory: String) -> String? {
+        var st = stat()
+        if stat(directory, &st) == 0 {
+            guard st.st_mode & S_IFMT == S_IFDIR else { return "it is not a directory" }
+            let probe = (directory.hasSuffix("/") ? directory : directory + "/") + ".collectord-check.\(getpid())"
+            let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+            guard fd >= 0 else { return "no file can be created in it as \(asUser(SystemError("open", path: probe)))" }
+            close(fd)
+            unlink(probe)
+            return nil
+        }
+        // ENOTDIR: a file on the way, which the walk up finds and names.
+        guard errno == ENOENT || errno == ENOTDIR else { return "it cannot be reached as \(asUser(SystemError("stat", path: directory)))" }
+        // The nearest existing ancestor, and the directory below it that is missing.
+        var missing = directory
+        while true {
+            guard let slash = missing.dropLast().lastIndex(of: "/") else { break }
+            let parent = slash == missing.startIndex ? "/" : String(missing[..<slash])
+            if stat(parent, &st) == 0 {
+                guard st.st_mode & S_IFMT == S_IFDIR else { return "\(quoted(parent)) is not a directory" }
+                break
+            }
+            guard errno == ENOENT || errno == ENOTDIR else { return "\(quoted(parent)) cannot be reached as \(asUser(SystemError("stat", path: parent)))" }
+            missing = parent
+        }
+        guard mkdir(missing, 0o700) == 0 else { return "it cannot be created as \(asUser(SystemError("mkdir", path: missing)))" }
+        rmdir(missing)
+        return nil
+    }
+
+    /// "user collectord: Permission denied": who was checking (the error taken first, before
+    /// looking the user up can change errno).
+    private static func asUser(_ error: SystemError) -> String { "\(userName()): \(error.reason)" }
+
+    /// "user collectord" (or "uid 1001" when the name is not known).
+    static func userName() -> String {
+        let uid = geteuid()
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        if getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name {
+            return "user " + String(cString: name)
+        }
+        return "uid \(uid)"
+    }
+
     /// `relative` resolved against the directory of `file`; absolute paths are returned as given.
     static func resolve(_ relative: String, nextTo file: String) -> String {
         if relative.hasPrefix("/") { return relative }
@@ -60,6 +112,8 @@ enum FileProblem: Error, Equatable, CustomStringConvertible {
     case isDirectory
     case notRegular
     case tooLarge(Int)
+    /// A drop-in's file name, which messages and the summary must show, is not UTF-8.
+    case nameNotUTF8
 
     var description: String {
         switch self {
@@ -67,6 +121,7 @@ enum FileProblem: Error, Equatable, CustomStringConvertible {
         case .isDirectory: return "is a directory"
         case .notRegular: return "is not a regular file (a FIFO, socket or device)"
         case .tooLarge(let limit): return "larger than \(limit / 1024) KiB"
+        case .nameNotUTF8: return "its name is not UTF-8; rename it"
         }
     }
 }

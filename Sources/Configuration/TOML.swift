@@ -185,25 +185,55 @@ public enum TOML {
 
 // MARK: - Rendering helpers
 
-/// A string as a TOML basic string: `"a\"b"`.
+/// A string as a TOML basic string: `"a\"b"`, every character that is not printable escaped
+/// (`\u001B`, `\u202E`), so that a message never carries a name's control characters to the
+/// terminal or the journal and shows what the file must say to mean it.
 func quoted(_ s: String) -> String {
     var out = "\""
     for scalar in s.unicodeScalars {
         switch scalar {
         case "\"": out += "\\\""
         case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\t": out += "\\t"
-        case "\r": out += "\\r"
-        default:
-            if scalar.value < 0x20 || scalar.value == 0x7F {
-                out += "\\u" + Hex.string(scalar.value, digits: 4)
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
+        default: appendEscaped(scalar, to: &out)
         }
     }
     return out + "\""
+}
+
+/// Text from the file shown without quotes (a path, a client id in the summary): every character
+/// that is not printable escaped as `quoted` does.
+func shown(_ s: String) -> String {
+    var out = ""
+    for scalar in s.unicodeScalars { appendEscaped(scalar, to: &out) }
+    return out
+}
+
+private func appendEscaped(_ scalar: Unicode.Scalar, to out: inout String) {
+    switch scalar {
+    case "\n": out += "\\n"
+    case "\t": out += "\\t"
+    case "\r": out += "\\r"
+    default:
+        if isPrintable(scalar) {
+            out.unicodeScalars.append(scalar)
+        } else if scalar.value <= 0xFFFF {
+            out += "\\u" + Hex.string(scalar.value, digits: 4)
+        } else {
+            out += "\\U" + Hex.string(scalar.value, digits: 8)
+        }
+    }
+}
+
+/// Whether a terminal shows `scalar` as it is: not a control (Cc) or format character (Cf: the
+/// bidirectional overrides such as U+202E, zero-width spaces, the byte order mark), not a line or
+/// paragraph separator (Zl, Zp), no separator but the space (U+00A0 and its kind pass for a
+/// space and are not one), not private-use (Co), a surrogate (Cs) or unassigned (Cn).
+func isPrintable(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.properties.generalCategory {
+    case .control, .format, .lineSeparator, .paragraphSeparator, .privateUse, .surrogate, .unassigned: return false
+    case .spaceSeparator: return scalar == " "
+    default: return true
+    }
 }
 
 private func isBareKeyByte(_ c: UInt8) -> Bool {

@@ -9,12 +9,27 @@ extension DaemonConfiguration {
     /// Reads and validates a configuration file and the device profiles in its drop-in directory
     /// (`/etc/collectord.d/*.conf` beside `/etc/collectord.conf`). Relative paths inside it
     /// (password and TLS files, the spool) are taken relative to the file's directory.
+    /// For whoever only reads the file (`decode`, `emulate`); the daemon and check-config use
+    /// `loadForDaemon`, which also tries the spool directory.
     public static func load(path: String) -> Result<DaemonConfiguration, ConfigurationErrors> {
+        load(path: path, checkingSpool: false)
+    }
+
+    /// `load`, and the spool directory usable by this process as the daemon will use it
+    /// (`Spool.writableProblem`), reported at `[spool] path`: what check-config, the start and a
+    /// reload check, so that a configuration they accept cannot stop the daemon when its spool
+    /// is opened. Run as the service's user and in its sandbox (the unit's ExecStartPre and
+    /// ExecReload are), the check sees what the daemon will see.
+    public static func loadForDaemon(path: String) -> Result<DaemonConfiguration, ConfigurationErrors> {
+        load(path: path, checkingSpool: true)
+    }
+
+    private static func load(path: String, checkingSpool: Bool) -> Result<DaemonConfiguration, ConfigurationErrors> {
         switch SystemFile.read(path) {
         case .failure(let problem):
             return .failure(ConfigurationErrors([ConfigurationError(path: path, line: nil, message: "cannot read the configuration: \(problem)")]))
         case .success(let bytes):
-            return validate(TOML.parse(utf8: bytes), path: path, dropIns: DropIns.read(nextTo: path))
+            return validate(TOML.parse(utf8: bytes), path: path, dropIns: DropIns.read(nextTo: path), checkingSpool: checkingSpool)
         }
     }
 
@@ -24,8 +39,10 @@ extension DaemonConfiguration {
         validate(TOML.parse(text), path: path)
     }
 
-    static func validate(_ document: TOMLDocument, path: String, dropIns: DropIns = DropIns()) -> Result<DaemonConfiguration, ConfigurationErrors> {
+    static func validate(_ document: TOMLDocument, path: String, dropIns: DropIns = DropIns(),
+                         checkingSpool: Bool = false) -> Result<DaemonConfiguration, ConfigurationErrors> {
         var validator = Validator(path: path)
+        validator.checkingSpool = checkingSpool
         for e in document.errors {
             validator.errors.append(ConfigurationError(path: path, line: e.line, message: e.message))
         }
@@ -102,6 +119,9 @@ enum Schema {
     }
 
     static let tagNameHelp = "letters, digits, '_' and '-'"
+    /// A tag's name is a topic level, in every payload of its readings and in its Home Assistant
+    /// device: a name, not a description.
+    static let tagNameMax = 64
 }
 
 // MARK: - Validator
@@ -113,10 +133,11 @@ struct Scope {
     /// Prepended to key names: "sensors.temperature.".
     var prefix: String = ""
 
-    /// The context for problems with the keys of this table itself.
+    /// The context for problems with the keys of this table itself: the prefix as a table's name
+    /// ("sensors.temperature", `characteristic "co2": fields`) after the context.
     var tableContext: String? {
         guard !prefix.isEmpty else { return context }
-        let table = String(prefix.dropLast())
+        let table = prefix.hasSuffix(": ") ? String(prefix.dropLast(2)) : String(prefix.dropLast())
         return context.map { "\($0): \(table)" } ?? table
     }
 }
@@ -150,6 +171,12 @@ enum Expected {
 struct Validator {
     let path: String
     var errors: [ConfigurationError] = []
+    /// The topic layout and client id in force, which some names would collide with (read from
+    /// `[mqtt]` before the profiles and tags).
+    var layout: TopicLayout = .v2
+    var clientID = ""
+    /// Whether to try the spool directory (`loadForDaemon`).
+    var checkingSpool = false
 
     init(path: String) { self.path = path }
 
@@ -279,8 +306,11 @@ struct Validator {
         c.statsIntervalSeconds = integer(root, "stats_interval_s", top, in: 0...86400, default: c.statsIntervalSeconds)
         c.floodLimit = integer(root, "flood_limit", top, in: 0...1000, default: c.floodLimit)
         c.mqtt = mqtt(table(root, "mqtt", top) ?? TOMLTable())
+        (layout, clientID) = (c.mqtt.topicLayout, c.mqtt.clientID)
         if let t = table(root, "reconnect", top) { c.reconnect = reconnect(t, default: c.reconnect) }
-        if let t = table(root, "spool", top) { c.spool = spool(t) }
+        let spoolTable = table(root, "spool", top)
+        if let spoolTable { c.spool = spool(spoolTable) }
+        if checkingSpool { checkSpool(c.spool, spoolTable, rootHasSpool: root["spool"] != nil) }
         if let t = table(root, "homeassistant", top) { c.homeAssistant = homeAssistant(t) }
         var declared = DeclaredProfiles()
         profiles(root, into: &declared)
@@ -519,6 +549,19 @@ struct Validator {
         return s
     }
 
+    /// The spool directory tried as the daemon will use it, reported at `path`, or at `[spool]`
+    /// (or the file) when the default path is in force. Not tried when `path` is wrong, which is
+    /// reported already.
+    mutating func checkSpool(_ spool: DaemonConfiguration.Spool, _ t: TOMLTable?, rootHasSpool: Bool) {
+        if let given = t?["path"] {
+            guard given.string.map({ SystemFile.resolve($0, nextTo: path) }) == spool.path, let problem = spool.writableProblem() else { return }
+            report(given.line, "spool", "path \(quoted(spool.path)) cannot be the spool: \(problem)")
+        } else if !rootHasSpool || t != nil, let problem = spool.writableProblem() {
+            report(t?.line, "spool", "the default path \(quoted(spool.path)) cannot be the spool: \(problem); set [spool] path to a directory "
+                   + "the daemon can write")
+        }
+    }
+
     mutating func homeAssistant(_ t: TOMLTable) -> DaemonConfiguration.HomeAssistant {
         var h = DaemonConfiguration.HomeAssistant()
         let scope = Scope(context: "homeassistant")
@@ -547,15 +590,19 @@ struct Validator {
                       _ declared: DeclaredProfiles) -> TagConfiguration? {
         let errorsBefore = errors.count
         var scope = Scope(context: "tag #\(index + 1)")
-        if let s = t["name"]?.string, !s.isEmpty { scope.context = "tag \(quoted(s))" }
+        if let s = t["name"]?.string, !s.isEmpty, s.utf8.count <= Schema.tagNameMax { scope.context = "tag \(quoted(s))" }
         checkKeys(t, allowed: Schema.tag, scope)
 
         var name: String?
         if let (n, line) = string(t, "name", scope) {
             if n.isEmpty {
                 report(line, scope.context, "name must not be empty")
+            } else if n.utf8.count > Schema.tagNameMax {
+                report(line, scope.context, "name must be at most \(Schema.tagNameMax) bytes (got \(n.utf8.count))")
             } else if !n.utf8.allSatisfy(isTagNameByte) {
                 report(line, scope.context, "name must contain only \(Schema.tagNameHelp), since it is an MQTT topic level (got \(quoted(n)))")
+            } else if let problem = TopicNames.tagProblem(n, client: clientID, layout: layout) {
+                report(line, scope.context, "name \(quoted(n)) \(problem); rename the tag, or use topic_layout = \"v2\"")
             } else if let first = names[n] {
                 report(line, scope.context, "name \(quoted(n)) is already used by the tag at line \(first)")
             } else {
@@ -612,7 +659,11 @@ struct Validator {
         }
         let s0 = positiveNumber(t, "tmp006_s0", scope, default: CC2541.IRTemperature.defaultS0)
         let scale = positiveNumber(t, "magnetometer_scale", scope, default: CC2650.Movement.defaultMagnetometerScale)
+        let sensorsBefore = errors.count
         let sensors = self.sensors(t, model: model, profile: profile, scope)
+        if let profile, let p = t["profile"]?.string, let origins = declared.origins[p], errors.count == sensorsBefore {
+            sharedNames(t, sensors: sensors, profile: profile, origins, scope)
+        }
 
         guard errors.count == errorsBefore, let name, let address else { return nil }
         var tag = TagConfiguration(name: name, address: address, model: model, sensors: sensors,
@@ -621,16 +672,72 @@ struct Validator {
         return tag
     }
 
+    /// The declared characteristic of `profile` on the characteristic (service and UUID) that the
+    /// built-in `sensor` of `model` reads, if any.
+    static func declaredOn(_ sensor: Sensor, model: Model, in profile: DeviceProfile) -> DeclaredCharacteristic? {
+        guard let builtIn = SensorProfile.lookup(model, sensor) else { return nil }
+        return profile.characteristics.first { $0.service == builtIn.service.uuid && $0.uuid == builtIn.data }
+    }
+
+    /// What a tag with a declared profile would share between a standard sensor and a declared
+    /// one: a characteristic (one of the two would never publish), or a Home Assistant object id
+    /// (`EntityNames`: two entities with one unique id). Reported at the standard sensor's table
+    /// when the tag lists it, else at the tag's `profile`. A profile's sensors among themselves
+    /// were checked with the profile.
+    mutating func sharedNames(_ t: TOMLTable, sensors: [SensorConfiguration], profile: DeviceProfile, _ origins: ProfileOrigins, _ scope: Scope) {
+        let listed = t["sensors"]?.table
+        let streamed = Set(sensors.map(\.sensor))
+        let declared = profile.characteristics.filter { streamed.contains($0.sensor) }
+        var ids: [String: (sensor: Sensor, field: String)] = [:]
+        for d in declared {
+            for field in d.decoding.fields { ids[EntityNames.objectID(sensor: d.sensor, field: field.name.description)] = (d.sensor, field.name.description) }
+        }
+        for sensor in sensors.map(\.sensor) where Sensor(rawValue: sensor.rawValue) != nil {
+            guard let builtIn = SensorProfile.lookup(.gatt, sensor) else { continue }
+            let entry = listed?[sensor.rawValue]
+            if let d = Self.declaredOn(sensor, model: .gatt, in: profile), streamed.contains(d.sensor) {
+                report(entry?.line ?? t.line, scope.context, "sensors.\(sensor): its characteristic (service \(d.service), characteristic \(d.uuid)) "
+                       + "is the sensor \(quoted(d.sensor.rawValue)) of profile \(quoted(profile.name)) (\(place(origins.characteristics[d.sensor]))); "
+                       + "stream one of them")
+                continue
+            }
+            for entity in EntityNames.announced(sensor: sensor, fields: builtIn.fields()) {
+                guard let other = ids[entity.objectID], let field = entity.field else { continue }
+                let at = place(origins.fields[other.sensor]?[other.field])
+                if let entry {
+                    report(entry.line, scope.context, "sensors.\(sensor): its field \(quoted(field)) has the Home Assistant object id \(quoted(entity.objectID)), "
+                           + "which the field \(quoted(other.field)) of sensor \(quoted(other.sensor.rawValue)) of profile \(quoted(profile.name)) (\(at)) "
+                           + "has too; rename that field or do not stream \(sensor)")
+                } else {
+                    report(t["profile"]?.line ?? t.line, scope.context, "profile \(quoted(profile.name)): the field \(quoted(other.field)) of sensor "
+                           + "\(quoted(other.sensor.rawValue)) (\(at)) has the Home Assistant object id \(quoted(entity.objectID)), which the field "
+                           + "\(quoted(field)) of the standard sensor \(sensor) has too; rename that field or list the tag's sensors without \(sensor)")
+                }
+            }
+        }
+    }
+
+    /// "line 12" in this file, "/etc/collectord.d/x.conf:12" in another.
+    func place(_ origin: Origin?) -> String {
+        guard let origin else { return "its declaration" }
+        return origin.file == path ? "line \(origin.line)" : "\(shown(origin.file)):\(origin.line)"
+    }
+
     func isTagNameByte(_ c: UInt8) -> Bool {
         (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A) || (c >= 0x30 && c <= 0x39) || c == 0x5F || c == 0x2D
     }
 
     /// The sensors tables of a tag; without any, every streaming sensor of its model and every
-    /// sensor its declared profile names.
+    /// sensor its declared profile names, but for a standard sensor whose characteristic the
+    /// profile declares a sensor of its own on: that characteristic is read as declared.
     mutating func sensors(_ t: TOMLTable, model: Model?, profile: DeviceProfile?, _ tagScope: Scope) -> [SensorConfiguration] {
         let declaredSensors = profile?.characteristics.map(\.sensor) ?? []
         guard let v = t["sensors"] else {
-            return (Schema.streamingSensors(of: model) + declaredSensors).map { SensorConfiguration($0) }
+            let standard = Schema.streamingSensors(of: model).filter { sensor in
+                guard let model, let profile else { return true }
+                return Self.declaredOn(sensor, model: model, in: profile) == nil
+            }
+            return (standard + declaredSensors).map { SensorConfiguration($0) }
         }
         guard let table = v.table else {
             report(v.line, tagScope.context, "sensors must be a table: write [tag.sensors.<sensor>] tables (got \(v.typeAndValue))")

@@ -31,7 +31,7 @@ extension DaemonConfiguration {
         if let file = mqtt.passwordFile {
             var st = stat()
             if stat(file, &st) == 0 && st.st_mode & 0o004 != 0 {
-                out.append("mqtt: password_file \"\(file)\" is readable by every user (mode \(String(st.st_mode & 0o777, radix: 8))); "
+                out.append("mqtt: password_file \(quoted(file)) is readable by every user (mode \(String(st.st_mode & 0o777, radix: 8))); "
                            + "chmod 640 it, group collectord")
             }
         }

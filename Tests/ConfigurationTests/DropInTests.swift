@@ -128,6 +128,22 @@ private struct Tree {
         ], "\(errors)")
     }
 
+    /// A collision found at a tag names the declaration where it is, in the drop-in file.
+    @Test func aTagsCollisionWithADropInsProfileNamesTheDropInsLine() throws {
+        let tree = try Tree("[[tag]]\nname = \"chest\"\naddress = \"C0:FF:EE:00:00:01\"\nprofile = \"pulse\"\n[tag.sensors.heart_rate]\n[tag.sensors.heart]\n",
+                            dropIns: ["10-pulse.conf": profile("pulse", sensor: "heart", uuid: "AA01").replacing("\"value\"", with: "\"rate_contact\"")])
+        defer { tree.remove() }
+        guard case .failure(let errors) = DaemonConfiguration.load(path: tree.configuration) else {
+            Issue.record("accepted")
+            return
+        }
+        #expect(errors.lines == [
+            "\(tree.configuration):5: tag \"chest\": sensors.heart_rate: its field \"contact\" has the Home Assistant object id "
+                + "\"heart_rate_contact\", which the field \"rate_contact\" of sensor \"heart\" of profile \"pulse\" (\(tree.path("10-pulse.conf")):10) "
+                + "has too; rename that field or do not stream heart_rate",
+        ], "\(errors)")
+    }
+
     @Test func aDropInPathThatIsNoDirectoryIsReported() throws {
         let tree = try Tree(tags, dropIns: [:])
         defer { tree.remove() }
