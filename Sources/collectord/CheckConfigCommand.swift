@@ -19,7 +19,7 @@ struct CheckConfig: Command {
     }
 
     func run() throws {
-        switch DaemonConfiguration.load(path: config) {
+        switch DaemonConfiguration.loadForDaemon(path: config) {
         case .success(let c):
             print("\(config): configuration is valid")
             for w in c.warnings { writeStderr("\(config): warning: \(w)\n") }

@@ -28,7 +28,7 @@ struct Run: Command {
 
     func run() throws {
         let configuration: DaemonConfiguration
-        switch DaemonConfiguration.load(path: config) {
+        switch DaemonConfiguration.loadForDaemon(path: config) {
         case .success(let c):
             configuration = c
         case .failure(let errors):
