@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Configuration
 import Model
 import Profiles
@@ -25,9 +28,11 @@ public final class Publication: MQTTPublisherDelegate {
     fileprivate var buffer = PayloadBuffer(capacity: 2048)
     private let loop: EventLoop
     fileprivate var rejectLog = LogThrottle()
-    private var sequenceLog = LogThrottle()
-    /// Where the sequence numbers go on from across restarts.
+    /// Every tag's sequence numbers: the daemon's, shared with the publication this one replaces
+    /// or is replaced by, or this publication's own when it was given none.
     fileprivate let sequences: SequenceStore
+    /// Whether the numbers are this publication's own, so that its stop writes them as clean.
+    private let ownsSequences: Bool
     /// Whether the wall clock is set (NTP): readings made before say `"time_synced":false`.
     public private(set) var clockSynced = true
     private let clockState: () -> Bool?
@@ -69,9 +74,8 @@ public final class Publication: MQTTPublisherDelegate {
         /// The other discovery form's config topics, announced by an earlier run: migrated to
         /// this form at the tag's first announcement, then emptied.
         var migration: [String]?
-        /// Per sensor, the first number not yet reserved on disk (`SequenceStore`): reaching it
-        /// reserves more first. 0 until the tag's first reading.
-        var reserved: [UInt64]
+        /// Per configured sensor, its counter in the `SequenceStore`.
+        let slots: [Int]
         /// The tag outlives neither its publication nor its place in `tags`.
         private unowned let publication: Publication
 
@@ -80,11 +84,12 @@ public final class Publication: MQTTPublisherDelegate {
             self.model = config.model
             self.publication = publication
             let sensors = config.sensors.map(\.sensor)
+            let store = publication.sequences
+            slots = store.slots(config.name, sensors)
             readings = TagReadings(tag: config.name, address: config.address.description, model: config.model ?? .cc2650,
                                    sensors: sensors, topics: publication.topics,
-                                   sequences: sensors.map { publication.sequences.start(config.name, $0) },
+                                   sequences: slots.map { store.peek($0) },
                                    format: publication.payloadFormat, rounded: publication.roundsValues)
-            reserved = Array(repeating: 0, count: sensors.count)
             availabilityTopic = publication.topics.availability(tag: config.name)
         }
 
@@ -93,7 +98,8 @@ public final class Publication: MQTTPublisherDelegate {
         /// goes to the spool.
         public func take(_ reading: Reading, sensor: Int) {
             let p = publication
-            if readings.sequences[sensor] >= reserved[sensor] { p.reserveSequences() }
+            // The number comes from the store, which every publication of the daemon shares.
+            readings.useSequence(p.sequences.take(slots[sensor]), for: sensor)
             let topic: String
             do {
                 topic = try readings.encode(reading, index: sensor, time: .now(), timeSynced: p.clockSynced, into: &p.buffer)
@@ -118,7 +124,12 @@ public final class Publication: MQTTPublisherDelegate {
     /// `softwareVersion` is announced in Home Assistant's device registry.
     /// `clock` tells whether the wall clock is synchronised (`ClockSync.state()`; tests give
     /// their own).
+    /// `sequences`: the daemon's sequence numbers, shared by every publication it makes, so that
+    /// a reload replacing this one goes on with the same counters; the daemon writes them as
+    /// clean when it stops. Without one the publication keeps its own in the spool directory and
+    /// writes them at its stop.
     public init(configuration c: DaemonConfiguration, loop: EventLoop, softwareVersion: String,
+                sequences shared: SequenceStore? = nil,
                 clock: @escaping () -> Bool? = { ClockSync.state() },
                 log: @escaping (LogLevel, () -> String) -> Void) throws {
         self.log = log
@@ -132,11 +143,12 @@ public final class Publication: MQTTPublisherDelegate {
                               segmentBytes: max(64 << 10, min(1 << 20, c.spool.maxBytes / 16)))
         outbox = Outbox(publisher: publisher, spool: spool, qos: Int32(c.mqtt.qos.rawValue), retain: c.mqtt.retain, loop: loop)
         outbox.onSpoolError = { message in log(.error) { "spool: \(message)" } }
-        sequences = SequenceStore(directory: c.spool.path)
-        withdrawals = Withdrawals(directory: c.spool.path)
-        if sequences.lastStopWasClean == false {
-            log(.notice) { "sequence numbers: the last stop was not clean; they go on from the block reserved then (a jump of less than \(SequenceStore.reserve))" }
-        }
+        // Whether a daemon ran in this directory before: its sequence numbers are there (or
+        // were kept aside, damaged). Asked before a shared store moves its file here.
+        let ranHere = access(c.spool.path + "/sequences", F_OK) == 0 || access(c.spool.path + "/sequences.damaged", F_OK) == 0
+        sequences = shared ?? SequenceStore(directory: c.spool.path, log: log)
+        ownsSequences = shared == nil
+        withdrawals = Withdrawals(directory: c.spool.path, problems: sequences.problems, log: log)
         if let repairs = spool.recovery.repairs { log(.warning) { "spool: repaired \(spool.directory) on open: \(repairs)" } }
         discovery = c.homeAssistant.discovery
             ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: softwareVersion,
@@ -147,14 +159,14 @@ public final class Publication: MQTTPublisherDelegate {
             // The form announced before, when another one: recorded, or, with no record but a
             // daemon that ran here before (its sequence numbers), the entity form of the releases
             // that had no other. Each tag's configs of that form are migrated when it is announced.
-            let recorded = StateFile.lines(formFile, limit: 4096)?.first
+            let recorded = readForm()
             if let recorded {
-                previousForm = DiscoveryForm.allCases.first { recorded == Publication.formRecord($0) }
-            } else if sequences.lastStopWasClean != nil {
+                previousForm = recorded
+            } else if ranHere {
                 previousForm = .entity
             }
             if previousForm == discovery.form { previousForm = nil }
-            if previousForm == nil && recorded != Publication.formRecord(discovery.form) { recordForm() }
+            if previousForm == nil && recorded != discovery.form { recordForm() }
         }
         publisher.delegate = self
         checkClock(initially: true)
@@ -200,7 +212,6 @@ public final class Publication: MQTTPublisherDelegate {
     /// if it is away, at the next connection (`Withdrawals`, kept across restarts).
     public func remove(_ name: String) {
         guard let t = tags.removeValue(forKey: name) else { return }
-        sequences.remember(name, t.config.sensors.map(\.sensor), t.readings.sequences)
         publishRetained(t.availabilityTopic, ControlPayloads.offline)  // seen at once by whoever watches it
         var owed = t.retainedTopics
         if let discovery {
@@ -218,6 +229,9 @@ public final class Publication: MQTTPublisherDelegate {
     /// What this publication still owes the broker (for the one that replaces it).
     public var owedWithdrawals: [String] { withdrawals.topics }
 
+    /// Damaged state files and refused withdrawals since the daemon started (for the statistics).
+    public var stateFileProblems: StateFileProblems { sequences.problems }
+
     /// The retained topics of this publication that one with configuration `next` would not
     /// overwrite: a new prefix, client id or topic layout would otherwise leave the old status
     /// and every tag's old availability on the broker for ever. For the next one to withdraw.
@@ -231,11 +245,15 @@ public final class Publication: MQTTPublisherDelegate {
         return old
     }
 
+    /// Sends what is owed while the in-flight window has room; a full window calls
+    /// `publisherIsReady` once an acknowledgement frees it, and the rest goes then.
     private func sendWithdrawals() {
         guard publisher.isConnected else { return }
-        for topic in withdrawals.unsent {
-            if case .handedOff(let mid) = publisher.publish(topic: topic, payload: [], qos: 1, retain: true) {
-                withdrawals.published(topic, mid: mid)
+        while let topic = withdrawals.nextUnsent(), publisher.hasRoom() {
+            switch publisher.publish(topic: topic, payload: [], qos: 1, retain: true) {
+            case .handedOff(let mid): withdrawals.published(topic, mid: mid)
+            case .rejected(let error): withdrawals.refused(topic, "\(error)")
+            case .spool: return
             }
         }
     }
@@ -276,33 +294,6 @@ public final class Publication: MQTTPublisherDelegate {
         log(.error) { "\(tag)/\(sensor): reading not published: \(error)" + more }
     }
 
-    /// Reserves the next block of sequence numbers of every tag on disk, so that numbers handed
-    /// out after this are never handed out again after a crash. About once an hour per busy
-    /// sensor, and at each tag's first reading.
-    fileprivate func reserveSequences() {
-        do {
-            try sequences.write(nextSequences(plus: SequenceStore.reserve), clean: false)
-        } catch {
-            // Go on: a crash before the next successful write may then number some readings again.
-            if let more = sequenceLog.admit(at: loop.now) { log(.warning) { "sequence numbers: cannot reserve: \(error)" + more } }
-        }
-        for t in tags.values { t.reserved = t.readings.sequences.map { $0 + SequenceStore.reserve } }
-    }
-
-    /// The exact next numbers, for the restart after a clean stop.
-    private func saveSequences() {
-        do { try sequences.write(nextSequences(plus: 0), clean: true) } catch { log(.warning) { "sequence numbers: cannot save: \(error)" } }
-    }
-
-    /// Every tag's next sequence number per sensor, plus `extra`, keyed for the store.
-    private func nextSequences(plus extra: UInt64) -> [String: UInt64] {
-        var values: [String: UInt64] = [:]
-        for t in tags.values {
-            for (i, c) in t.config.sensors.enumerated() { values[SequenceStore.key(t.config.name, c.sensor)] = t.readings.sequences[i] + extra }
-        }
-        return values
-    }
-
     private func device(_ t: Tag) -> HomeAssistantDiscovery.Device {
         HomeAssistantDiscovery.Device(tag: t.config.name, address: t.config.address.description,
                                       model: t.model ?? .cc2650, firmware: t.firmware, profile: t.config.profile,
@@ -332,6 +323,36 @@ public final class Publication: MQTTPublisherDelegate {
     static let migrateDiscovery = Array(#"{"migrate_discovery":true}"#.utf8)
 
     private static func formRecord(_ form: DiscoveryForm) -> String { "collectord-discovery-form 1 \(form.rawValue)" }
+
+    /// The form recorded in the spool directory; nil when there is none, or when the file is
+    /// damaged: then it is said (file:line), counted, kept aside, and taken as missing.
+    private func readForm() -> DiscoveryForm? {
+        let problem: String
+        do {
+            guard let reader = try StateFile.Reader(formFile) else { return nil }
+            let first = reader.next(limit: 4096)
+            if case .text(let line)? = first, let form = DiscoveryForm.allCases.first(where: { line == Publication.formRecord($0) }) {
+                guard reader.next(limit: 4096) != nil else { return form }
+                problem = "\(formFile):\(reader.lineNumber): more than the one line \"\(Publication.formRecord(form))\""
+            } else {
+                let what: String
+                switch first {
+                case .text(let t)?: what = "\"\(t.prefix(80))\" is not \"collectord-discovery-form 1 device\" or \"… entity\""
+                case .unterminated(let t)?: what = "\"\(t.prefix(80))\" ends without a newline: cut short"
+                case .tooLong?: what = "a line longer than any the daemon writes"
+                case .notUTF8?: what = "not UTF-8 text"
+                case nil: what = "empty file"
+                }
+                problem = "\(formFile):1: \(what)"
+            }
+        } catch {
+            problem = "cannot read it: \(error)"
+        }
+        sequences.problems.damagedFiles += 1
+        let aside = StateFile.keepAside(formFile)
+        log(.error) { "discovery: \(problem); " + (aside.map { "kept as \($0); " } ?? "") + "taken as no record of the form announced before" }
+        return nil
+    }
 
     /// Notes the form in force once every tag has been migrated to it (or at once when nothing was).
     private func recordForm() {
@@ -407,20 +428,28 @@ public final class Publication: MQTTPublisherDelegate {
     }
 
     public func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) {
-        if !withdrawals.acknowledged(mid) { outbox.delivered(mid) }
+        if withdrawals.acknowledged(mid) { sendWithdrawals() } else { outbox.delivered(mid) }
     }
 
-    public func publisherIsReady(_ publisher: MQTTPublisher) { outbox.drain() }
+    /// Room in the in-flight window: withdrawals first (few, and what Home Assistant shows
+    /// depends on them), then the spool's replay.
+    public func publisherIsReady(_ publisher: MQTTPublisher) {
+        sendWithdrawals()
+        outbox.drain()
+    }
 
     public func publisher(_ publisher: MQTTPublisher, log level: LogLevel, message: String) {
         log(level) { "mqtt: \(message)" }
     }
 
-    /// Clean stop: every tag offline, then the publisher's own `offline` and disconnect.
+    /// Clean stop: every tag offline, then the publisher's own `offline` and disconnect. Readings
+    /// that arrive meanwhile are still numbered and spooled (the next publication, or the next
+    /// start, replays them); the sequence numbers are written as clean here only when they are
+    /// this publication's own, else by their owner once the last reading is in.
     public func stop(_ done: @escaping () -> Void) {
         loop.cancel(clockTimer)
         for t in tags.values where t.online { setOnline(t.config.name, false) }
-        saveSequences()
+        if ownsSequences { sequences.saveClean() }
         // What the broker has not acknowledged yet is in libmosquitto's memory only: to the spool
         // first, so that an acknowledgement that never comes loses nothing.
         outbox.spoolUnacknowledged()

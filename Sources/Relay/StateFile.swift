@@ -1,5 +1,7 @@
 // Small text files of the daemon's state in the spool directory (sequence numbers, discovery
-// withdrawals still owed): replaced whole and atomically, read line by line with a bound.
+// withdrawals still owed, the discovery form announced): replaced whole and atomically, and read
+// back line by line through a fixed buffer, so that no file, however large or damaged, makes the
+// daemon hold more than one bounded line of it at a time.
 
 #if canImport(Glibc)
 import Glibc
@@ -36,18 +38,124 @@ enum StateFile {
         guard rename(temporary, path) == 0 else { throw SystemError("rename", path: path) }
     }
 
-    /// The file's lines (without their newlines), at most `limit` of them, each cut at 4095
-    /// bytes; nil when it cannot be opened. Never reads more than that, whatever the file holds.
-    static func lines(_ path: String, limit: Int = 100_000) -> [String]? {
-        guard let f = fopen(path, "r") else { return nil }
-        defer { fclose(f) }
-        var line = [CChar](repeating: 0, count: 4096)
-        var out: [String] = []
-        while out.count < limit, fgets(&line, Int32(line.count), f) != nil {
-            var text = line.withUnsafeBufferPointer { String(decoding: UnsafeRawBufferPointer($0).prefix { $0 != 0 }, as: UTF8.self) }
-            if text.hasSuffix("\n") { text.removeLast() }
-            out.append(text)
-        }
-        return out
+    /// Moves a damaged file aside to `path.damaged` (replacing an older one), so that what was
+    /// wrong can still be looked at once the daemon has written a good one. Returns where it went,
+    /// or nil when it could not be moved (it is then overwritten at the next write).
+    static func keepAside(_ path: String) -> String? {
+        let aside = path + ".damaged"
+        return rename(path, aside) == 0 ? aside : nil
     }
+
+    /// One line of a state file as read: whole, or refused whole.
+    enum Line: Equatable {
+        /// The line's text, without its newline.
+        case text(String)
+        /// Longer than the reader's limit: skipped to its newline, never cut in two.
+        case tooLong(bytes: Int)
+        /// Not valid UTF-8.
+        case notUTF8
+        /// The file ended inside this line (a file written here always ends with a newline,
+        /// so the line was cut short: its last characters may be missing).
+        case unterminated(String)
+    }
+
+    /// Reads a state file one line at a time through a 64 KiB buffer: at most `limit` bytes of a
+    /// line are kept, a longer one is skipped whole. Memory stays bounded whatever the file holds.
+    final class Reader {
+        let path: String
+        private let fd: Int32
+        private var buffer: [UInt8]
+        private var start = 0
+        private var end = 0
+        private var atEnd = false
+        /// The number of the line `next` returned last (1 for the first), for `file:line` messages.
+        private(set) var lineNumber = 0
+        /// A read that failed part-way: the lines before it were returned, the rest is unknown.
+        private(set) var failure: SystemError?
+
+        /// nil when there is no file; throws when there is one that cannot be opened.
+        init?(_ path: String) throws(SystemError) {
+            self.path = path
+            fd = open(path, O_RDONLY | O_CLOEXEC)
+            if fd < 0 {
+                if errno == ENOENT { return nil }
+                throw SystemError("open", path: path)
+            }
+            buffer = [UInt8](repeating: 0, count: 64 << 10)
+        }
+
+        deinit { close(fd) }
+
+        /// The next line, or nil at the end of the file (or at a read error: `failure`).
+        func next(limit: Int) -> Line? {
+            var line: [UInt8] = []
+            var length = 0
+            while true {
+                if start == end {
+                    if atEnd || !fill() {
+                        guard length > 0 else { return nil }
+                        lineNumber += 1
+                        if length > limit { return .tooLong(bytes: length) }
+                        guard let text = String(validating: line, as: UTF8.self) else { return .notUTF8 }
+                        return .unterminated(text)
+                    }
+                }
+                let (from, to) = (start, end)
+                let newline = buffer.withUnsafeBytes { b -> Int? in
+                    memchr(b.baseAddress! + from, 0x0A, to - from).map { UnsafeRawPointer($0) - b.baseAddress! }
+                }
+                let stop = newline ?? end
+                let piece = stop - start
+                if length + piece <= limit {
+                    line.append(contentsOf: buffer[start..<stop])
+                } else if !line.isEmpty {
+                    line = []  // over the limit: nothing of it is kept
+                }
+                length += piece
+                start = newline.map { $0 + 1 } ?? end
+                if newline != nil {
+                    lineNumber += 1
+                    if length > limit { return .tooLong(bytes: length) }
+                    guard let text = String(validating: line, as: UTF8.self) else { return .notUTF8 }
+                    return .text(text)
+                }
+            }
+        }
+
+        /// Refills the buffer; false at the end of the file or on an error.
+        private func fill() -> Bool {
+            let (fd, path) = (self.fd, self.path)
+            let result = buffer.withUnsafeMutableBytes { b -> Result<Int, SystemError> in
+                do throws(SystemError) {
+                    return .success(try Syscall.blocking("read", path: path) { read(fd, b.baseAddress!, b.count) })
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch result {
+            case .success(let n):
+                start = 0
+                end = n
+                if n == 0 { atEnd = true }
+                return n > 0
+            case .failure(let error):
+                failure = error
+                atEnd = true
+                return false
+            }
+        }
+    }
+}
+
+/// Damaged state files found since the daemon started, and state file lines refused: one count
+/// for every publication of the daemon (it lives with the `SequenceStore` they share), for the
+/// statistics. Each is also a log line at error level naming the file and line.
+public final class StateFileProblems {
+    /// Files found damaged on open (kept aside as `<name>.damaged` where they could be moved).
+    public internal(set) var damagedFiles: UInt64 = 0
+    /// Withdrawals not kept: lines that are no topic the broker would take, and topics beyond
+    /// the bound on what is kept in memory.
+    public internal(set) var refusedWithdrawals: UInt64 = 0
+
+    public init() {}
 }

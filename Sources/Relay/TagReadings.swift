@@ -21,7 +21,7 @@ public struct TagReadings: Sendable {
     /// numbers each goes on from (all 0 when nil).
     public init(tag: String, address: String, model: Model, sensors: [Sensor], topics: Topics, sequences: [UInt64]? = nil,
                 format: PayloadFormat = .detailed, rounded: Bool = true) {
-        encoder = ReadingEncoder(tag: tag, address: address, model: model, format: format, rounded: rounded)
+        encoder = ReadingEncoder(tag: tag, address: address, model: model, format: format, rounded: rounded, sensors: sensors)
         self.topics = sensors.map { topics.reading(tag: tag, sensor: $0) }
         retained = sensors.map(\.isState)
         self.sequences = sequences ?? Array(repeating: 0, count: sensors.count)
@@ -31,7 +31,7 @@ public struct TagReadings: Sendable {
     /// without one is announced as a cc2650 until then). Sequence numbers go on.
     public mutating func identify(as model: Model) {
         guard model != encoder.model else { return }
-        encoder = ReadingEncoder(tag: encoder.tag, address: encoder.address, model: model, format: encoder.format, rounded: encoder.rounded)
+        encoder = encoder.identified(as: model)
     }
 
     /// Encodes `reading` of the sensor at `index` into `buffer` (replacing its contents) with that
@@ -44,5 +44,12 @@ public struct TagReadings: Sendable {
         sequences[index] &+= 1
         try encoder.encode(reading, sequence: sequence, time: time, timeSynced: timeSynced, into: &buffer)
         return topics[index]
+    }
+
+    /// The next reading of the sensor at `index` carries `sequence`: the number a counter shared
+    /// beyond these readings handed out (`SequenceStore`, the one owner of the numbers across a
+    /// reload that replaces the publication).
+    public mutating func useSequence(_ sequence: UInt64, for index: Int) {
+        sequences[index] = sequence
     }
 }

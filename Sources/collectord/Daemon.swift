@@ -18,6 +18,10 @@ final class Daemon: TagSupervisorDelegate {
     private let notifier = SystemdNotifier()
     private let fleet: TagFleet
     private var publication: Publication
+    /// Every tag's sequence numbers, for the daemon's whole life: each publication draws from
+    /// it, so a reload that replaces the publication neither reuses nor skips a number (the old
+    /// one still numbers the readings of its goodbye). Written as clean only at the real stop.
+    private let sequences: SequenceStore
     private let started: Instant
     private var statsTimer: TimerID?
     private var stopping = false
@@ -44,7 +48,8 @@ final class Daemon: TagSupervisorDelegate {
         onAir = source == .bluetooth
         loop = try EventLoop()
         started = loop.now
-        publication = try Daemon.publication(configuration, loop: loop)
+        sequences = SequenceStore(directory: configuration.spool.path, log: Log.write)
+        publication = try Daemon.publication(configuration, loop: loop, sequences: sequences)
         switch source {
         case .bluetooth:
             fleet = TagFleet(loop: loop, adapters: configuration.adapters)
@@ -118,6 +123,8 @@ final class Daemon: TagSupervisorDelegate {
         Log.notice("\(reason): stopping")
         notifier.notify("STOPPING=1")
         fleet.stop()
+        // No reading comes after the links are down: the exact next numbers, for the next start.
+        sequences.saveClean()
         // The publisher gets 1.5 s to say offline and flush; the loop ends at 1.9 s whatever happens.
         loop.schedule(after: .milliseconds(1900)) { [loop] in loop.stop() }
         publication.stop { [loop] in loop.stop() }
@@ -183,8 +190,8 @@ final class Daemon: TagSupervisorDelegate {
         Log.notice("reload: \(path) applied (\(diff.added.count) added, \(diff.removed.count) removed, \(diff.changed.count) changed)")
     }
 
-    private static func publication(_ c: DaemonConfiguration, loop: EventLoop) throws -> Publication {
-        try Publication(configuration: c, loop: loop, softwareVersion: CollectordVersion.string, log: Log.write)
+    private static func publication(_ c: DaemonConfiguration, loop: EventLoop, sequences: SequenceStore) throws -> Publication {
+        try Publication(configuration: c, loop: loop, softwareVersion: CollectordVersion.string, sequences: sequences, log: Log.write)
     }
 
     /// The old publication has closed its spool: the new one takes every tag's readings, and
@@ -193,7 +200,10 @@ final class Daemon: TagSupervisorDelegate {
         guard let c = replacement, !stopping else { return }
         replacement = nil
         do {
-            let p = try Daemon.publication(c, loop: loop)
+            let p = try Daemon.publication(c, loop: loop, sequences: sequences)
+            // The numbers go on from the same counters; if the spool moved, so does their file
+            // (now that the new publication has made the directory).
+            sequences.relocate(to: c.spool.path)
             p.withdraw(owed)
             p.onEvent = { [weak self] event in self?.mqttEvent(event) }
             for tag in c.tags {
@@ -269,6 +279,10 @@ final class Daemon: TagSupervisorDelegate {
                                                                            ("segments", .integer(Int64(spool.recovery.repairedSegments)))]))])),
                                                     ("readings", .integer(Int64(clamping: publication.readingsPublished))),
                                                     ("readings_not_encoded", .integer(Int64(clamping: publication.rejected))),
+                                                    ("state_files", .object([
+                                                        ("damaged", .integer(Int64(clamping: sequences.problems.damagedFiles))),
+                                                        ("withdrawals_refused", .integer(Int64(clamping: sequences.problems.refusedWithdrawals))),
+                                                        ("withdrawals_owed", .integer(Int64(publication.owedWithdrawals.count)))])),
                                                     ("adapters", .object(zip(fleet.adapterStates, fleet.connectionLimits).map { a, limit in
                                                         (a.configured, .object([("up", .bool(a.up != nil)),
                                                                                 ("name", a.up.map { .string($0.name) } ?? .null),
