@@ -88,11 +88,11 @@ public final class Outbox {
         }
         if spool.droppedForSpace != droppedForSpace {
             if let more = diskFullLog.admit(at: loop.now) {
-                onSpoolError?("the disk is full: the oldest messages are dropped to make room for new ones "
+                onSpoolError?("spool: the disk is full: the oldest messages are dropped to make room for new ones "
                               + "(\(spool.droppedForSpace) so far)" + more)
             }
         } else if spool.dropped != dropped, let more = boundLog.admit(at: loop.now) {
-            onSpoolError?("max_mb reached: the oldest messages are dropped to make room for new ones "
+            onSpoolError?("spool: max_mb reached: the oldest messages are dropped to make room for new ones "
                           + "(\(spool.dropped) so far)" + more)
         }
         scheduleSync()

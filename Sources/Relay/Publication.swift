@@ -142,7 +142,8 @@ public final class Publication: MQTTPublisherDelegate {
         let spool = try Spool(directory: c.spool.path, maxBytes: c.spool.maxBytes,
                               segmentBytes: max(64 << 10, min(1 << 20, c.spool.maxBytes / 16)))
         outbox = Outbox(publisher: publisher, spool: spool, qos: Int32(c.mqtt.qos.rawValue), retain: c.mqtt.retain, loop: loop)
-        outbox.onSpoolError = { message in log(.error) { "spool: \(message)" } }
+        // Every spool message says "spool: …" itself (SpoolError, Outbox).
+        outbox.onSpoolError = { message in log(.error) { message } }
         // Whether a daemon ran in this directory before: its sequence numbers are there (or
         // were kept aside, damaged). Asked before a shared store moves its file here.
         let ranHere = access(c.spool.path + "/sequences", F_OK) == 0 || access(c.spool.path + "/sequences.damaged", F_OK) == 0

