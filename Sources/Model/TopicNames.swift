@@ -37,7 +37,10 @@ extension TopicNames {
     public static let v1Availability = "availability"
     /// The last levels of the daemon's own topics (`<prefix>/<client>/status` in v1,
     /// `<prefix>/daemon/<client>/status` in v2).
-    public static let daemonLeaves = ["status", "events", "stats"]
+    public static let daemonLeaves = [statusLeaf, eventsLeaf, statsLeaf]
+    public static let statusLeaf = "status"
+    public static let eventsLeaf = "events"
+    public static let statsLeaf = "stats"
 
     /// Why a sensor named `sensor` cannot publish its readings under `layout`, or nil. In v1 a
     /// reading's topic `<prefix>/<tag>/<sensor>` shares its levels with the tag's availability.

@@ -52,7 +52,7 @@ public struct Topics: Sendable, Hashable {
 
     /// `<prefix>/availability/<tag>` (v1: `<prefix>/<tag>/availability`)
     public func availability(tag: String) -> String {
-        layout == .v1 ? "\(prefix)/\(tag)/availability" : "\(prefix)/availability/\(tag)"
+        layout == .v1 ? "\(prefix)/\(tag)/\(TopicNames.v1Availability)" : "\(prefix)/availability/\(tag)"
     }
 
     /// The subscription that takes every reading of every tag: `<prefix>/tags/+/+` (v1:
@@ -60,13 +60,13 @@ public struct Topics: Sendable, Hashable {
     public var allReadings: String { layout == .v1 ? "\(prefix)/+/+" : "\(prefix)/tags/+/+" }
 
     /// `<prefix>/daemon/<client>/status`: retained online/offline, and the last will.
-    public var status: String { daemon("status") }
+    public var status: String { daemon(TopicNames.statusLeaf) }
 
     /// `<prefix>/daemon/<client>/events`
-    public var events: String { daemon("events") }
+    public var events: String { daemon(TopicNames.eventsLeaf) }
 
     /// `<prefix>/daemon/<client>/stats`
-    public var stats: String { daemon("stats") }
+    public var stats: String { daemon(TopicNames.statsLeaf) }
 
     private func daemon(_ leaf: String) -> String {
         layout == .v1 ? "\(prefix)/\(client)/\(leaf)" : "\(prefix)/daemon/\(client)/\(leaf)"

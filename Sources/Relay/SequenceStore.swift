@@ -284,16 +284,9 @@ public final class SequenceStore {
         !text.isEmpty && TopicNames.levelProblem(String(text)) == nil && !text.contains(" ")
     }
 
-    private static func quoted(_ text: some StringProtocol) -> String {
-        text.utf8.count > 80 ? "\"\(text.prefix(80))…\" (\(text.utf8.count) bytes)" : "\"\(text)\""
-    }
+    private static func quoted(_ text: some StringProtocol) -> String { StateFile.quoted(text, shown: 80) }
 
     private static func describe(_ line: StateFile.Line) -> String {
-        switch line {
-        case .text(let t): return quoted(t)
-        case .tooLong(let bytes): return "a line of \(bytes) bytes, longer than any the daemon writes"
-        case .notUTF8: return "not UTF-8 text"
-        case .unterminated(let t): return "\(quoted(t)) ends without a newline: cut short"
-        }
+        line.described(limit: "any the daemon writes", shown: 80)
     }
 }

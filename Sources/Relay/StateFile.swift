@@ -57,6 +57,22 @@ enum StateFile {
         /// The file ended inside this line (a file written here always ends with a newline,
         /// so the line was cut short: its last characters may be missing).
         case unterminated(String)
+
+        /// The line as a log message shows it: its text cut at `shown` bytes, or what was wrong
+        /// with it; `limit` says what a line too long is longer than.
+        func described(limit: String, shown: Int) -> String {
+            switch self {
+            case .text(let t): return StateFile.quoted(t, shown: shown)
+            case .tooLong(let bytes): return "a line of \(bytes) bytes, longer than \(limit)"
+            case .notUTF8: return "a line that is not UTF-8 text"
+            case .unterminated(let t): return "\(StateFile.quoted(t, shown: shown)) ends without a newline: cut short"
+            }
+        }
+    }
+
+    /// `text` in quotes for a log message, its first `shown` bytes when longer.
+    static func quoted(_ text: some StringProtocol, shown: Int) -> String {
+        text.utf8.count > shown ? "\"\(text.prefix(shown))…\" (\(text.utf8.count) bytes)" : "\"\(text)\""
     }
 
     /// Reads a state file one line at a time through a 64 KiB buffer: at most `limit` bytes of a

@@ -223,16 +223,9 @@ final class Withdrawals {
         save()
     }
 
-    private static func quoted(_ text: String) -> String {
-        text.utf8.count > 120 ? "\"\(text.prefix(120))…\" (\(text.utf8.count) bytes)" : "\"\(text)\""
-    }
+    private static func quoted(_ text: String) -> String { StateFile.quoted(text, shown: 120) }
 
     private static func describe(_ line: StateFile.Line) -> String {
-        switch line {
-        case .text(let t): return quoted(t)
-        case .tooLong(let bytes): return "a line of \(bytes) bytes, longer than an MQTT topic"
-        case .notUTF8: return "a line that is not UTF-8 text"
-        case .unterminated(let t): return "\(quoted(t)) ends without a newline: cut short"
-        }
+        line.described(limit: "an MQTT topic", shown: 120)
     }
 }

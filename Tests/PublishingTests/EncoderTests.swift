@@ -3,10 +3,12 @@
 
 import Foundation
 import Glibc
+import Model
 @testable import Profiles
 @testable import Publishing
 import Relay
 import TestRandom
+import TestSupport
 import Testing
 
 func reading(_ sensor: Sensor, _ fields: [Field]) -> Reading {
@@ -14,27 +16,6 @@ func reading(_ sensor: Sensor, _ fields: [Field]) -> Reading {
     var r = Reading(sensor, raw: raw.span.bytes)
     for f in fields { r.append(f) }
     return r
-}
-
-/// JSON number grammar (RFC 8259 §6).
-func isJSONNumber(_ s: String) -> Bool {
-    var it = Array(s.utf8)[...]
-    func digit(_ c: UInt8?) -> Bool { c.map { $0 >= 48 && $0 <= 57 } ?? false }
-    if it.first == UInt8(ascii: "-") { it = it.dropFirst() }
-    guard let first = it.first, digit(first) else { return false }
-    if first == UInt8(ascii: "0") { it = it.dropFirst() } else { while digit(it.first) { it = it.dropFirst() } }
-    if it.first == UInt8(ascii: ".") {
-        it = it.dropFirst()
-        guard digit(it.first) else { return false }
-        while digit(it.first) { it = it.dropFirst() }
-    }
-    if it.first == UInt8(ascii: "e") || it.first == UInt8(ascii: "E") {
-        it = it.dropFirst()
-        if it.first == UInt8(ascii: "+") || it.first == UInt8(ascii: "-") { it = it.dropFirst() }
-        guard digit(it.first) else { return false }
-        while digit(it.first) { it = it.dropFirst() }
-    }
-    return it.isEmpty
 }
 
 @Suite("Reading encoder")
@@ -285,6 +266,15 @@ struct EncoderTests {
         let unrounded = ReadingEncoder(tag: "t", address: "C0:FF:EE:00:00:01", model: .gatt, format: .flat, rounded: false)
         try unrounded.encode(r, sequence: 0, time: time, into: &buffer)
         #expect(buffer.text.hasSuffix(#","pressure":\#(Double(f).description)}"#), "\(buffer.text)")
+    }
+
+    @Test("the payload's own keys are the ones the configuration keeps field names from")
+    func ownKeysAreTheReservedOnes() throws {
+        let encoder = ReadingEncoder(tag: "t", address: "C0:FF:EE:00:00:01", model: .gatt)
+        var buffer = encoder.makeBuffer()
+        try encoder.encode(reading(.humidity, [Field("humidity", 45.2, .percentRH)]), sequence: 1, time: time, timeSynced: false, into: &buffer)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(buffer.bytes)) as? [String: Any])
+        #expect(Set(object.keys) == Set(PayloadKeys.reserved))
     }
 
     @Test("a buffer too small is refused, never grown")
