@@ -44,6 +44,11 @@ public final class Publication: MQTTPublisherDelegate {
     private let formFile: String
     private var previousForm: DiscoveryForm?
     private var withdrawalLog = LogThrottle()
+    /// Retained states the in-flight window had no room for: each topic once, in the order first
+    /// owed, with its latest payload.
+    /// Bounded by the configuration: a tag's availability, states and discovery configs.
+    private var retainedOwed: [String] = []
+    private var retainedPayloads: [String: [UInt8]] = [:]
     private let log: (LogLevel, () -> String) -> Void
 
     /// One tag as the publication knows it, and the sink its readings arrive at: from the session
@@ -223,6 +228,7 @@ public final class Publication: MQTTPublisherDelegate {
 
     /// Owes the broker empty retained messages on `topics` and sends what it can now.
     public func withdraw(_ topics: [String]) {
+        forgetRetained(topics)
         withdrawals.add(topics)
         sendWithdrawals()
     }
@@ -405,9 +411,34 @@ public final class Publication: MQTTPublisherDelegate {
         _ = publisher.publish(topic: topics.stats, payload: payload, qos: 0, retain: false)
     }
 
+    /// Publishes a retained state (availability, a discovery config, a migration mark) now, or
+    /// as soon as the in-flight window has room: a full window no longer drops it until the
+    /// next connection (Home Assistant would miss a tag's config or see it offline).
     private func publishRetained(_ topic: String, _ payload: [UInt8]) {
         guard publisher.isConnected else { return }  // republished on every connection
-        _ = publisher.publish(topic: topic, payload: payload, qos: 1, retain: true)
+        if retainedPayloads.updateValue(payload, forKey: topic) == nil { retainedOwed.append(topic) }
+        sendRetained()
+    }
+
+    /// Sends the retained states owed, oldest first, while the window has room; the rest waits
+    /// for `publisherIsReady`.
+    private func sendRetained() {
+        guard publisher.isConnected else { return }
+        while let topic = retainedOwed.first, publisher.hasRoom() {
+            if let payload = retainedPayloads[topic] {
+                if case .spool = publisher.publish(topic: topic, payload: payload, qos: 1, retain: true) { return }
+                retainedPayloads[topic] = nil
+            }
+            retainedOwed.removeFirst()
+        }
+    }
+
+    /// A withdrawal supersedes a state owed on the same topic: sent after it, the state would
+    /// put back what the withdrawal emptied.
+    private func forgetRetained(_ topics: [String]) {
+        let forgotten = Set(topics)
+        retainedOwed.removeAll { forgotten.contains($0) }
+        for topic in topics { retainedPayloads[topic] = nil }
     }
 
     // MARK: MQTTPublisherDelegate
@@ -420,6 +451,9 @@ public final class Publication: MQTTPublisherDelegate {
             sendWithdrawals()
             for t in tags.values { publishState(of: t) }
         case .connectionLost, .disconnected:
+            // Every connection publishes the states afresh.
+            retainedOwed.removeAll()
+            retainedPayloads.removeAll()
             withdrawals.connectionLost()
             outbox.connectionLost()
         default:
@@ -433,9 +467,10 @@ public final class Publication: MQTTPublisherDelegate {
     }
 
     /// Room in the in-flight window: withdrawals first (few, and what Home Assistant shows
-    /// depends on them), then the spool's replay.
+    /// depends on them), then retained states, then the spool's replay.
     public func publisherIsReady(_ publisher: MQTTPublisher) {
         sendWithdrawals()
+        sendRetained()
         outbox.drain()
     }
 

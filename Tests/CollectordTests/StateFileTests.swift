@@ -289,6 +289,23 @@ final class StateFixture {
         #expect(Set(sub.lines.map(\.topic)) == Set(topics))
     }
 
+    /// Retained states refused by a full in-flight window were dropped until the next connection,
+    /// like withdrawals were: a tag announced into a busy window lost most of its discovery
+    /// configs. They go out as acknowledgements free the window: a CC2541's 19 entity configs
+    /// (the signal strength's last) and its availability through a window of 2.
+    @Test func retainedStatesArePacedByTheInFlightWindow() throws {
+        let f = try StateFixture(client: "rpace", mqtt: "max_inflight = 2", homeAssistant: "discovery_form = \"entity\"")
+        let sub = try Subscriber(port: f.broker.port, topic: "#")
+        #expect(f.connect())
+        f.publication.setOnline("t", true)
+        f.publication.identified("t", model: .cc2541, firmware: "1.5 (Jun 12 2013)")
+        let configs = { Set(sub.lines.filter { $0.topic.hasPrefix("homeassistant/") && $0.topic.hasSuffix("/config") }.map(\.topic)) }
+        #expect(f.loop.run(until: { configs().count >= 19 && configs().contains { $0.hasSuffix("/signal_strength/config") } && sub.lines.contains { $0.topic.hasSuffix("availability/t") } }, limit: .seconds(10)),
+                "\(configs().count) configs arrived: \(sub.lines.map(\.topic))")
+        #expect(sub.lines.last { $0.topic == "collectord/availability/t" }?.payload == "online")
+        sub.stop()
+    }
+
     /// Found by an independent review: the whole file was read into memory (30,000 entries of
     /// 3 KB: 107 MB resident, the unit allows 64 MB). What is kept is bounded, and what is
     /// refused beyond the bound is said once, with the count.
