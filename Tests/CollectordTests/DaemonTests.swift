@@ -712,7 +712,7 @@ func gapFree(_ seqs: [Int]) -> Bool {
         for i in kinds.indices {
             tags += "[[tag]]\nname = \"h\(i)\"\naddress = \"00:AA:02:00:00:0\(i + 1)\"\nmodel = \"cc2650\"\n"
         }
-        tags += "[[tag]]\nname = \"bare\"\naddress = \"00:AA:03:00:00:01\"\n"
+        tags += "[[tag]]\nname = \"bare\"\naddress = \"00:AA:03:00:00:01\"\nmodel = \"cc2650\"\n"
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: tags))
         try daemon.start(tagSockets: sockets.path)
         #expect(daemon.waitForLog(": streaming (", count: kinds.count), "every hostile tag streams: \(daemon.log)")
@@ -735,6 +735,9 @@ func gapFree(_ seqs: [Int]) -> Bool {
         #expect(log.contains(#"firmware 1.50\u{0}hidden\u{2028}line\u{2029}paragraph\u{85}next)"#))
         #expect(log.contains("Firmware Revision String: invalid UTF-8 at byte 5"), "refused, not decoded lossily")
         #expect(!log.contains("bare: streaming"))
+        // No service of either generation is no sign of a CC2541 (a wrong word the notes on #17 found).
+        #expect(log.contains("bare: configured as cc2650 but the device has no service only a SensorTag has"), "\(log)")
+        #expect(!log.contains("look like a cc2541"))
     }
 
     @Test func failoverToTheSecondBroker() throws {
