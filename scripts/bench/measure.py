@@ -41,6 +41,26 @@ def wait_streaming(sub, topics, limit=30):
     return False
 
 
+def machine_busy_s():
+    """CPU seconds the whole machine has been busy (every core; /proc/stat less idle and iowait)."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / bl.CLOCK_TICK
+
+
+def cpu_s(pid):
+    try:
+        return bl.ProcSample(pid).cpu
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+
+
+def own_cpu_s():
+    """This process and its threads (the paho subscriber, when it is the one)."""
+    t = os.times()
+    return t.user + t.system
+
+
 def wait_connected(port, limit=30):
     """Until a client holds an established TCP connection to 127.0.0.1:port (from /proc/net/tcp:
     remote port `port`, state 01)."""
@@ -76,17 +96,25 @@ class Rig:
                                    self.work.file("reference.log"), stdout=self.work.file("reference.out"))
 
     def steady(self, seconds):
-        """Samples the pipeline and the subscriber over `seconds` of streaming."""
+        """Samples the pipeline and the subscriber over `seconds` of streaming. Also the CPU the
+        rest of the machine used meanwhile (all of it, less the pipeline, the emulated tags, the
+        broker and the subscriber): on a shared machine, what the figures competed with."""
+        rig = [self.emulators.proc.pid, self.broker.proc.pid] + ([self.sub.p.pid] if hasattr(self.sub, "p") else [])
+        m0, o0 = machine_busy_s(), sum(cpu_s(pid) for pid in rig) + own_cpu_s()
         a, n0 = self.pipe.sample(), self.sub.unique()
         e0 = self.emulators.proc.sample()
         time.sleep(seconds)
         b, n1 = self.pipe.sample(), self.sub.unique()
         e1 = self.emulators.proc.sample()
+        m1, o1 = machine_busy_s(), sum(cpu_s(pid) for pid in rig) + own_cpu_s()
         r = bl.rates(a, b)
         readings = n1 - n0
+        others = (m1 - m0) - (o1 - o0) - r["cpu_s"]
         r.update(readings=readings, readings_per_s=readings / r["seconds"],
                  cpu_s_per_reading=(r["cpu_s"] / readings) if readings else None,
-                 emulator_cpu_percent=bl.rates(e0, e1)["cpu_percent"])
+                 emulator_cpu_percent=bl.rates(e0, e1)["cpu_percent"],
+                 machine_cpu_percent=100 * (m1 - m0) / r["seconds"],
+                 others_cpu_percent=max(0.0, 100 * others / r["seconds"]))
         return r
 
     def finish(self):
@@ -120,7 +148,8 @@ def throughput(args):
         rows.append(r)
         print(f"  interval {interval:>6} µs: offered {offered:8.0f}/s, delivered {r['readings_per_s']:8.0f}/s, "
               f"lost {r['lost']} (spool bound dropped {r['spool_dropped']}; tags sent {r['emulator_sent']}, daemon published {r['daemon_readings']}, subscriber got {r['delivered']}), daemon {r['cpu_percent']:5.1f} % CPU = {1e6 * r['cpu_s_per_reading']:.1f} µs/reading, "
-              f"RSS {r['rss_kb'] / 1024:.1f} MB, emulator {r['emulator_cpu_percent']:.0f} %", file=sys.stderr)
+              f"RSS {r['rss_kb'] / 1024:.1f} MB, emulator {r['emulator_cpu_percent']:.0f} %, the rest of the machine "
+              f"{r['others_cpu_percent']:.0f} %", file=sys.stderr)
     return {"tags": args.tags, "seconds": args.seconds, "rows": rows}
 
 
@@ -143,8 +172,8 @@ def compare_at(args, interval):
         r.update(lost=account["expected"] - account["unique"], duplicates=account["duplicates"], work=rig.work.path)
         out[pipeline] = r
         print(f"    {pipeline:>10}: {r['readings_per_s']:8.0f} readings/s, {r['cpu_percent']:5.1f} % CPU, "
-              f"{1e6 * r['cpu_s_per_reading']:.1f} µs CPU/reading, RSS {r['rss_kb'] / 1024:.1f} MB, lost {r['lost']}",
-              file=sys.stderr)
+              f"{1e6 * r['cpu_s_per_reading']:.1f} µs CPU/reading, RSS {r['rss_kb'] / 1024:.1f} MB, lost {r['lost']} "
+              f"(the rest of the machine meanwhile: {r['others_cpu_percent']:.0f} % of a core)", file=sys.stderr)
     c, p = out["collectord"], out["reference"]
     out["ratio_readings_per_s"] = c["readings_per_s"] / p["readings_per_s"]
     out["ratio_cpu_per_reading"] = p["cpu_s_per_reading"] / c["cpu_s_per_reading"]
