@@ -313,26 +313,44 @@ class Emulators:
             argv += ["--interval-us", str(interval_us)]
         argv += list(extra)
         self.tags = tags
-        self.proc = Process(argv, work.file("emulate.log"), stdout=work.file("emulate.out"))
+        log = work.file("emulate.log")
+        # The log is appended to by every emulator of the run: this one's lines start here.
+        self.log_start = os.path.getsize(log) if os.path.exists(log) else 0
+        self.proc = Process(argv, log, stdout=work.file("emulate.out"))
+
+    def _connected(self):
+        """The addresses this process has logged a connection to: their sockets were there."""
+        with open(self.proc.log_path, "rb") as f:
+            f.seek(self.log_start)
+            lines = f.read().decode(errors="replace").splitlines()
+        return {line.split()[1] for line in lines if line.startswith("<7>emulate: ") and line.endswith(" connected")}
 
     def wait_ready(self, timeout=10):
         """Waits until every tag has advertised (its socket appeared); returns when the first did.
         A tag's socket goes again as soon as a daemon connects, so a daemon already trying can
-        take the first tags before the last ones appear: each is counted once seen."""
-        paths = [os.path.join(self.directory, address(self.FIRST, i)) for i in range(self.tags)]
+        take a tag between two looks at the directory (on a busy machine, often): each is counted
+        once seen, or once the emulator has logged a connection to it."""
+        addresses = [address(self.FIRST, i) for i in range(self.tags)]
         seen = set()
         first = None
+        next_log = 0.0
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for p in paths:
-                if p not in seen and os.path.exists(p):
-                    seen.add(p)
+            for a in addresses:
+                if a not in seen and os.path.exists(os.path.join(self.directory, a)):
+                    seen.add(a)
                     if first is None:
                         first = time.monotonic()
-            if len(seen) == len(paths):
+            if len(seen) < len(addresses) and time.monotonic() >= next_log:
+                next_log = time.monotonic() + 0.02
+                for a in self._connected() - seen:
+                    seen.add(a)
+                    if first is None:
+                        first = time.monotonic()
+            if len(seen) == len(addresses):
                 return first
             time.sleep(0.001)
-        raise RuntimeError(f"emulated tags did not appear: {len(seen)} of {len(paths)} seen in {timeout} s")
+        raise RuntimeError(f"emulated tags did not appear: {len(seen)} of {len(addresses)} seen in {timeout} s")
 
     def stop(self):
         self.proc.stop()
