@@ -344,10 +344,8 @@ public final class Publication: MQTTPublisherDelegate {
             } else {
                 let what: String
                 switch first {
-                case .text(let t)?: what = "\"\(t.prefix(80))\" is not \"collectord-discovery-form 1 device\" or \"… entity\""
-                case .unterminated(let t)?: what = "\"\(t.prefix(80))\" ends without a newline: cut short"
-                case .tooLong?: what = "a line longer than any the daemon writes"
-                case .notUTF8?: what = "not UTF-8 text"
+                case .text(let t)?: what = "\(StateFile.quoted(t, shown: 80)) is not \"collectord-discovery-form 1 device\" or \"… entity\""
+                case let line?: what = line.described(limit: "any the daemon writes", shown: 80)
                 case nil: what = "empty file"
                 }
                 problem = "\(formFile):1: \(what)"
