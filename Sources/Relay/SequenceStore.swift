@@ -39,11 +39,6 @@ public final class SequenceStore {
     public private(set) var path: String
     /// Damaged files found, shared with the publications for the statistics.
     public let problems: StateFileProblems
-    /// Whether the file said the last stop was clean; nil when there was no file.
-    public private(set) var lastStopWasClean: Bool?
-    /// Whether the directory held a sequences file (readable or not) when the store took it: a
-    /// daemon ran there before.
-    public private(set) var foundFile = false
 
     /// Per slot (a tag's sensor; a slot is never reused for another): its key, its next number,
     /// and the first number not reserved on disk (0: nothing reserved by this run yet).
@@ -64,13 +59,11 @@ public final class SequenceStore {
         self.problems = problems
         self.log = log
         let found = load(path)
-        foundFile = found.found
-        lastStopWasClean = found.clean
         others = found.others
         for (key, value) in found.values.sorted(by: { $0.key < $1.key }) { _ = slot(key, from: value) }
         if found.damaged {
             reserveAll()  // the repaired numbers on disk at once: a kill now must not find no file
-        } else if lastStopWasClean == false {
+        } else if found.clean == false {
             log(.notice) { "sequence numbers: the last stop was not clean; they go on from the block reserved then (a jump of less than \(SequenceStore.reserve))" }
         }
     }
@@ -136,7 +129,6 @@ public final class SequenceStore {
         guard moved != path else { return }
         path = moved
         let found = load(moved)
-        foundFile = found.found
         others = max(others, found.others)
         for (key, value) in found.values.sorted(by: { $0.key < $1.key }) {
             let s = slot(key, from: value)
@@ -156,7 +148,6 @@ public final class SequenceStore {
     // MARK: Reading the file
 
     private struct Loaded {
-        var found = false
         var clean: Bool?
         var values: [String: UInt64] = [:]
         var others: UInt64 = 0
@@ -180,14 +171,12 @@ public final class SequenceStore {
             guard let r = try StateFile.Reader(path) else { return loaded }
             reader = r
         } catch {
-            loaded.found = true
             problems.damagedFiles += 1
             loaded.damaged = true
             loaded.others = Self.reserve
             log(.error) { "sequence numbers: cannot read \(path): \(error); numbers go on from \(Self.reserve) and may repeat numbers published before" }
             return loaded
         }
-        loaded.found = true
         var faults: [String] = []
         var lost = 0  // lines whose number is unknown
         var highest: UInt64 = 0
