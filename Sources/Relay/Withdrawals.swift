@@ -46,16 +46,10 @@ final class Withdrawals {
         load()
     }
 
-    /// Why the broker would never take `topic` as a withdrawal, or nil.
+    /// Why the broker would never take `topic` as a withdrawal, or nil: the rule every topic
+    /// the daemon builds follows (`TopicNames`), whole topics being a prefix's shape.
     static func problem(_ topic: String) -> String? {
-        if topic.isEmpty { return "an empty topic" }
-        if topic.utf8.count > topicLimit { return "longer than an MQTT topic (\(topic.utf8.count) bytes)" }
-        if topic.hasPrefix("$") { return "a topic of the broker's own ('$')" }
-        for u in topic.unicodeScalars {
-            if u == "+" || u == "#" { return "a topic with the wildcard '\(u)'" }
-            if u.value < 0x20 || (0x7F...0x9F).contains(u.value) { return "a topic with a control character" }
-        }
-        return nil
+        TopicNames.prefixProblem(topic).map { "the topic \($0)" }
     }
 
     /// Owes `new` (those not owed already), as far as the bound allows.
