@@ -26,10 +26,11 @@ final class PublicationFixture {
     final class LogLines { var lines: [String] = [] }
 
     /// `mqtt`: extra lines for the [mqtt] section; `model`: the tag's configured model, if any;
-    /// `tag`: its name; `sensor` and `payload`: what is published.
+    /// `tag`: its name; `sensor` and `payload`: what is published; `homeAssistant`: the
+    /// [homeassistant] section's lines (no discovery unless given).
     init(client: String, mqtt: String = "", model: Model? = nil, tag: String = "t",
          sensor: Sensor = .humidity, payload: [UInt8] = [0x50, 0x64, 0xE8, 0x7F],
-         spoolSettings: String = "", clock: @escaping () -> Bool? = { true },
+         spoolSettings: String = "", homeAssistant: String = "discovery = false", clock: @escaping () -> Bool? = { true },
          spool prepare: (String) throws -> Void = { _ in }) throws {
         broker = try Broker()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-pub-\(UUID().uuidString)")
@@ -42,7 +43,7 @@ final class PublicationFixture {
             path = "\(directory.path)/spool"
             \(spoolSettings)
             [homeassistant]
-            discovery = false
+            \(homeAssistant)
             [[tag]]
             name = "\(tag)"
             address = "B0:B4:48:00:00:01"

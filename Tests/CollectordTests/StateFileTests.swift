@@ -10,55 +10,29 @@ import Reactor
 @testable import Relay
 import TestSupport
 
-/// A broker, a Publication for one tag "t" whose spool directory was prepared by the test, and
-/// what it logged.
+/// `PublicationFixture` for a cc2541 tag "t" whose spool directory the test prepares before the
+/// publication opens it, with what the state-file tests ask of it.
 final class StateFixture {
-    let broker: Broker
-    let directory: URL
+    let base: PublicationFixture
+    /// The spool directory, where the state files are.
     let spool: String
-    let loop: EventLoop
-    let publication: Publication
-    let sink: ReadingSink
-    let reading: Reading
-    let index: Int
-    let logs = PublicationFixture.LogLines()
+    var broker: Broker { base.broker }
+    var loop: EventLoop { base.loop }
+    var publication: Publication { base.publication }
+    var sink: ReadingSink { base.sink }
+    var reading: Reading { base.reading }
+    var index: Int { base.index }
+    var logs: PublicationFixture.LogLines { base.logs }
 
     /// `files`: name → contents, written into the spool directory before the publication opens it.
     init(client: String, mqtt: String = "", homeAssistant: String = "discovery = false", files: [String: String] = [:],
          prepare: (String) throws -> Void = { _ in }) throws {
-        broker = try Broker()
-        directory = try makeTemporaryDirectory("state")
-        spool = directory.path + "/spool"
-        try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
-        for (name, text) in files { try Data(text.utf8).write(to: URL(fileURLWithPath: spool + "/" + name)) }
-        try prepare(spool)
-        let text = """
-            [mqtt]
-            brokers = ["127.0.0.1:\(broker.port)"]
-            client_id = "\(client)"
-            \(mqtt)
-            [spool]
-            path = "\(spool)"
-            [homeassistant]
-            \(homeAssistant)
-            [[tag]]
-            name = "t"
-            address = "B0:B4:48:00:00:01"
-            model = "cc2541"
-            """
-        guard case .success(let configuration) = DaemonConfiguration.parse(text: text, path: "\(client).conf") else {
-            throw PublicationFixture.FixtureError.configurationRejected
-        }
-        loop = try EventLoop()
-        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "test", clock: { true }) { [logs] level, message in
-            logs.lines.append("<\(level.rawValue)>\(message())")
-        }
-        sink = publication.add(configuration.tags[0])
-        let profile = SensorProfile.all(for: .cc2541).first { $0.sensor == .humidity }!
-        reading = try [UInt8]([0x50, 0x64, 0xE8, 0x7F]).withUnsafeBytes {
-            try profile.decode(RawSpan(_unsafeBytes: $0), settings: SensorSettings())
-        }
-        index = configuration.tags[0].sensors.firstIndex { $0.sensor == .humidity }!
+        base = try PublicationFixture(client: client, mqtt: mqtt, model: .cc2541, homeAssistant: homeAssistant, spool: { spool in
+            try FileManager.default.createDirectory(atPath: spool, withIntermediateDirectories: true)
+            for (name, text) in files { try Data(text.utf8).write(to: URL(fileURLWithPath: spool + "/" + name)) }
+            try prepare(spool)
+        })
+        spool = base.directory.path + "/spool"
     }
 
     func connect() -> Bool {
@@ -80,12 +54,6 @@ final class StateFixture {
     /// Log lines at error level (`<3>`).
     var errors: [String] { logs.lines.filter { $0.hasPrefix("<3>") } }
 
-    deinit {
-        var stopped = false
-        publication.stop { stopped = true }
-        loop.run(until: { stopped }, limit: .seconds(3))
-        try? FileManager.default.removeItem(at: directory)
-    }
 }
 
 @Suite(.serialized) struct StateFileTests {
