@@ -1,31 +1,39 @@
 // swift-tools-version: 6.1
 import PackageDescription
 
-// Layering (see docs/architecture.md):
-//   Profiles     pure GATT profiles and zero-copy serde; standard library only, no I/O
-//   Model        the values several layers share: addresses, tag and sensor configuration,
-//                backoff, log level, broker, default paths, the one system error type;
-//                standard library and libc only
-//   Reactor      the one epoll event loop that owns every descriptor and timer
-//   Acquisition  Bluetooth: HCI, L2CAP/ATT bearer, GATT client, supervision; knows nothing of MQTT
+// Layering, bottom up (see docs/architecture.md):
+//   Profiles      pure GATT profiles and zero-copy serde; standard library only, no I/O
+//   LinuxSystem   the one system layer, libc only: Syscall and SystemError, monotonic and wall
+//                 clocks, file ownership, atomic small-file replace
+//   SharedTypes   the values several layers share: addresses, tag and sensor configuration,
+//                 backoff, log level and throttle, broker, topic and payload names, ReadingSink
+//   Reactor       the one epoll event loop that owns every descriptor and timer
+//   Acquisition   Bluetooth: HCI, L2CAP/ATT bearer, GATT client, device sessions, supervision;
+//                 knows nothing of MQTT
 //   Configuration /etc/collectord.conf: parsing and validation with file:line errors
-//   Publishing   MQTT through libmosquitto on the Reactor loop, payload encoding, on-disk spool
-//   Relay        from a tag's decoded readings to the broker: per-tag sinks, the outbox (send or
-//                spool, replay in order), availability, events and Home Assistant discovery
-//   CMosquitto   libmosquitto, seen through pkg-config
-//   collectord   the executable that wires them together
+//   Spooling      the bounded on-disk queue of readings the broker has not taken
+//   MQTTClient    MQTT through libmosquitto on the Reactor loop
+//   Payloads      what is published: JSON writer, reading encoder, time, topics, control
+//                 payloads, Home Assistant discovery
+//   Relay         from a tag's decoded readings to the broker: per-tag sinks, the outbox (send or
+//                 spool, replay in order), availability, sequence numbers, withdrawals
+//   CMosquitto    libmosquitto, seen through pkg-config
+//   collectord    the executable that wires them together
 let package = Package(
     name: "collectord",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "collectord", targets: ["collectord"]),
         .library(name: "Profiles", targets: ["Profiles"]),
-        .library(name: "Model", targets: ["Model"]),
+        .library(name: "LinuxSystem", targets: ["LinuxSystem"]),
+        .library(name: "SharedTypes", targets: ["SharedTypes"]),
         .library(name: "Reactor", targets: ["Reactor"]),
         .library(name: "Acquisition", targets: ["Acquisition"]),
         .library(name: "SensorTagEmulator", targets: ["SensorTagEmulator"]),
         .library(name: "Configuration", targets: ["Configuration"]),
-        .library(name: "Publishing", targets: ["Publishing"]),
+        .library(name: "Spooling", targets: ["Spooling"]),
+        .library(name: "MQTTClient", targets: ["MQTTClient"]),
+        .library(name: "Payloads", targets: ["Payloads"]),
         .library(name: "Relay", targets: ["Relay"]),
         // For the tests and the benchmark rig (Benchmarks/), not for the daemon.
         .library(name: "ChildProcesses", targets: ["ChildProcesses"]),
@@ -36,16 +44,19 @@ let package = Package(
             swiftSettings: [.unsafeFlags(["-cross-module-optimization"], .when(configuration: .release))]
         ),
         .target(
-            name: "Model",
-            dependencies: ["Profiles"]
+            name: "LinuxSystem"
+        ),
+        .target(
+            name: "SharedTypes",
+            dependencies: ["Profiles", "LinuxSystem"]
         ),
         .target(
             name: "Reactor",
-            dependencies: ["Model", "CLinux"]
+            dependencies: ["LinuxSystem", "CLinux"]
         ),
         .target(
             name: "Acquisition",
-            dependencies: ["Profiles", "Model", "Reactor", "CLinux", "CBlueZ"]
+            dependencies: ["Profiles", "LinuxSystem", "SharedTypes", "Reactor", "CLinux", "CBlueZ"]
         ),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(
@@ -60,53 +71,87 @@ let package = Package(
         ),
         .target(
             name: "SensorTagEmulator",
-            dependencies: ["Profiles", "Acquisition", "Reactor"]
+            dependencies: ["Profiles", "LinuxSystem", "SharedTypes", "Acquisition", "Reactor"]
         ),
         .target(
             name: "Configuration",
-            dependencies: ["Profiles", "Model"]
+            dependencies: ["Profiles", "LinuxSystem", "SharedTypes"]
         ),
         .target(
-            name: "Publishing",
-            dependencies: ["Profiles", "Model", "Reactor", "CMosquitto"]
+            name: "Spooling",
+            dependencies: ["LinuxSystem", "SharedTypes"]
+        ),
+        .target(
+            name: "MQTTClient",
+            dependencies: ["LinuxSystem", "SharedTypes", "Reactor", "CMosquitto"]
+        ),
+        .target(
+            name: "Payloads",
+            dependencies: ["Profiles", "LinuxSystem", "SharedTypes"]
         ),
         .target(
             name: "Relay",
-            dependencies: ["Profiles", "Model", "Reactor", "Configuration", "Publishing"]
+            dependencies: ["Profiles", "LinuxSystem", "SharedTypes", "Reactor", "Configuration", "Spooling", "MQTTClient", "Payloads"]
         ),
         .executableTarget(
             name: "collectord",
             dependencies: [
                 "Profiles",
-                "Model",
+                "LinuxSystem",
+                "SharedTypes",
+                "Reactor",
                 "Acquisition",
                 "SensorTagEmulator",
                 "Configuration",
-                "Publishing",
+                "Spooling",
+                "MQTTClient",
+                "Payloads",
                 "Relay",
                 "CMosquitto",
             ]
         ),
+        // One test target per library target, named after it; TestSupport is the harness they
+        // share (a broker, a subscriber, child processes, temporary directories).
         .testTarget(
             name: "ProfilesTests",
             dependencies: ["Profiles", "TestRandom"]
         ),
         .testTarget(
+            name: "LinuxSystemTests",
+            dependencies: ["LinuxSystem", "TestSupport"]
+        ),
+        .testTarget(
+            name: "ReactorTests",
+            dependencies: ["Reactor", "LinuxSystem", "TestSupport"]
+        ),
+        .testTarget(
             name: "AcquisitionTests",
-            dependencies: ["Acquisition", "SensorTagEmulator", "Profiles", "Reactor", "TestRandom"]
+            dependencies: ["Acquisition", "SensorTagEmulator", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestSupport", "TestRandom"]
         ),
         .testTarget(
             name: "ConfigurationTests",
-            dependencies: ["Configuration", "Profiles", "Model", "TestRandom"],
+            dependencies: ["Configuration", "Profiles", "LinuxSystem", "SharedTypes", "TestRandom"],
             exclude: ["Corpus"]
         ),
         .testTarget(
-            name: "PublishingTests",
-            dependencies: ["Publishing", "Relay", "Profiles", "Model", "Reactor", "CMosquitto", "TestSupport", "TestRandom"]
+            name: "SpoolingTests",
+            dependencies: ["Spooling", "LinuxSystem", "SharedTypes", "TestSupport", "TestRandom"]
+        ),
+        .testTarget(
+            name: "MQTTClientTests",
+            dependencies: ["MQTTClient", "Payloads", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "CMosquitto", "TestSupport", "ChildProcesses", "TestRandom"]
+        ),
+        .testTarget(
+            name: "PayloadsTests",
+            dependencies: ["Payloads", "Profiles", "LinuxSystem", "SharedTypes", "Relay", "TestSupport", "TestRandom"]
+        ),
+        .testTarget(
+            name: "RelayTests",
+            dependencies: ["Relay", "Configuration", "Payloads", "Spooling", "MQTTClient", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestSupport", "TestRandom"]
         ),
         .testTarget(
             name: "CollectordTests",
-            dependencies: ["collectord", "Relay", "TestSupport", "TestRandom"]
+            dependencies: ["collectord", "Profiles", "Payloads", "TestSupport", "ChildProcesses", "TestRandom"]
         ),
         // Child processes with a clean signal state, tools and free ports; Foundation-free, so
         // the benchmark's probe shares it.
@@ -117,7 +162,7 @@ let package = Package(
         // ChildProcesses plus temporary directories, for the broker and daemon tests.
         .target(
             name: "TestSupport",
-            dependencies: ["ChildProcesses"],
+            dependencies: ["ChildProcesses", "MQTTClient", "LinuxSystem", "SharedTypes", "Reactor"],
             path: "Tests/TestSupport"
         ),
         // The one deterministic generator of test inputs; standard library only, so any test

@@ -9,6 +9,8 @@ import Glibc
 import CLinux
 #endif
 import Profiles
+import LinuxSystem
+import Reactor
 
 /// Why a request did not get its response.
 public enum ATTRequestError: Error, Sendable, Equatable, CustomStringConvertible {

@@ -5,7 +5,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Profiles
+import SharedTypes
+import Reactor
 
 /// One controller, open: what the fleet connects and watches advertisements through.
 public struct OpenAdapter {

@@ -8,7 +8,9 @@ import Glibc
 #endif
 import CBlueZ
 import CLinux
-import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
 
 // MARK: - Adapters
 

@@ -9,6 +9,9 @@ import Glibc
 #endif
 import CBlueZ
 import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
 
 /// HCI Read RSSI: OGF 0x05 (status parameters), OCF 0x0005.
 let readRSSIOpcode: UInt16 = 0x1405

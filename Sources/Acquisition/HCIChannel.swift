@@ -7,6 +7,8 @@
 import Glibc
 #endif
 import CBlueZ
+import LinuxSystem
+import Reactor
 
 final class HCIChannel {
     let fd: Int32

@@ -8,6 +8,7 @@
 import Glibc
 #endif
 import CBlueZ
+import Reactor
 
 public final class LinkQuality {
     private let loop: EventLoop

@@ -15,7 +15,8 @@
 import Glibc
 #endif
 import CBlueZ
-import Profiles
+import SharedTypes
+import Reactor
 
 // MARK: - Packets (pure)
 

@@ -6,6 +6,9 @@
 // disconnect.
 
 import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
 
 /// Per-sensor counters, kept across reconnects by the supervisor.
 public struct SensorCounters: Sendable, Equatable {

@@ -6,6 +6,8 @@
 // queue for one bounded connection attempt.
 
 import Profiles
+import LinuxSystem
+import SharedTypes
 import Reactor
 
 // MARK: - Transport edge

@@ -9,7 +9,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
 
 public final class TagFleet {
     public let loop: EventLoop

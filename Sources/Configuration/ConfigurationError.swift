@@ -1,6 +1,7 @@
 // Configuration errors: one line each, `<path>:<line>: <context>: <message>`, the way compilers and
 // `nginx -t` report them, so editors can jump to the line.
 
+
 /// One problem in a configuration file.
 public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The file as it was named to `load(path:)` / `parse(text:path:)`.

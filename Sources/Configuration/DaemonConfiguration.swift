@@ -2,8 +2,9 @@
 // the default the shipped etc/collectord.conf documents; `DaemonConfiguration()` is a configuration
 // with no file at all.
 
-import Model
 import Profiles
+import LinuxSystem
+import SharedTypes
 
 public struct DaemonConfiguration: Sendable, Equatable {
     /// The controllers, each named "hciN" or by its address ("00:1A:7D:DA:71:13", which stays

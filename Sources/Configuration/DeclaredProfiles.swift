@@ -4,8 +4,8 @@
 // Assistant device class), and how it is switched on, paced and received. A tag uses one with
 // `profile = "<name>"` (its model is then `gatt`). Every problem is reported at its line.
 
-import Model
 import Profiles
+import SharedTypes
 
 extension Schema {
     static let profile = ["name", "characteristic"]

@@ -6,8 +6,8 @@
 // problem is reported in the drop-in's own file and line; a missing directory is no problem.
 
 import Glibc
-import Model
 import Profiles
+import LinuxSystem
 
 struct DropIns {
     /// The directory looked in (empty when nothing was read).

@@ -1,5 +1,6 @@
 // "Did you mean": the closest valid name within two edits.
 
+
 /// The candidate nearest to `word`, ignoring case, or nil. A candidate qualifies when its
 /// Levenshtein distance to `word` is at most `maximumDistance` and it keeps more than half of its
 /// characters (so "32g" does not suggest "2g"); among those, the fewest edits wins, counting a swap

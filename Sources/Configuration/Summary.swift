@@ -1,7 +1,8 @@
 // What `collectord check-config` prints for a valid configuration, and what a SIGHUP reload changes.
 
-import Model
 import Profiles
+import LinuxSystem
+import SharedTypes
 
 extension DaemonConfiguration {
     /// A human-readable account of the effective configuration, defaults included. Never contains

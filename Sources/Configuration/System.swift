@@ -3,7 +3,7 @@
 // `SystemError`, as everywhere else.
 
 import Glibc
-import Model
+import LinuxSystem
 
 enum SystemFile {
     /// The whole file, or why it cannot be read ("No such file or directory", "is a directory").

@@ -2,8 +2,9 @@
 // and reports every problem, each on its own line with the line it is on; a configuration is only
 // produced when there are none.
 
-import Model
 import Profiles
+import LinuxSystem
+import SharedTypes
 
 extension DaemonConfiguration {
     /// Reads and validates a configuration file and the device profiles in its drop-in directory

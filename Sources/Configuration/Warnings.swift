@@ -2,7 +2,6 @@
 // every start and reload, never refused (a test broker on a lab network may want them).
 
 import Glibc
-import Model
 
 extension DaemonConfiguration {
     /// One line each, without a level: what is risky and what to do about it.

@@ -3,6 +3,7 @@
 // Axes are published as the device reports them (no BlueCap/TI-app negations), signedness as
 // TI's firmware sends it, and the spec's recommended constant wherever sources disagree.
 
+
 public enum CC2541 {
     // MARK: IR temperature (TMP006), section 2.1
 

@@ -1,6 +1,7 @@
 // SensorTag 2 (CC2650STK) and the CC1350 SensorTag, which runs the same firmware
 // (GATT reference section 3; see SensorTag.swift).
 
+
 public enum CC2650 {
     // MARK: IR temperature (TMP007), section 3.1
 

@@ -4,6 +4,7 @@
 // configuration is loaded; decoding then checks the payload's length exactly, as the typed shapes
 // in SerDe.swift do, and reads each element into fixed storage: no allocation per payload.
 
+
 /// A scalar type a declared characteristic may carry.
 public enum ScalarType: String, Sendable, Hashable, CaseIterable {
     case int8, uint8, int16, uint16, int24, uint24, int32, uint32, float32

@@ -2,6 +2,7 @@
 // profile types adopt (BlueCap's ServiceConfigurable / CharacteristicConfigurable), plus the
 // runtime profile values the GATT client matches discovered attributes against.
 
+
 /// A 128-bit Bluetooth UUID. 16-bit UUIDs are stored expanded on their base, so comparison is a
 /// plain 128-bit compare whatever form the peer used on the wire.
 public struct GATTUUID: Hashable, Sendable, Comparable, CustomStringConvertible {

@@ -2,6 +2,7 @@
 // codes in messages, Bluetooth addresses, payload bytes on the command line, `\u00XX` escapes in
 // JSON and TOML. Profiles is the lowest module, so everything above can use it.
 
+
 public enum Hex {
     /// The ASCII digit of a nibble (0...15): "0"..."9", then "A"..."F", or "a"..."f".
     @inline(__always)

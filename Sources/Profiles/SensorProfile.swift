@@ -3,6 +3,7 @@
 // a `Reading`. The GATT client and the command line work from these values; the typed
 // characteristic definitions in CC2541.swift / CC2650.swift are their single source.
 
+
 /// Parameters a decode needs beyond the payload: what was written to or read back from the tag,
 /// and the constants the spec makes configurable.
 public struct SensorSettings: Sendable, Equatable {

@@ -5,6 +5,7 @@
 // profiles, the emulator and the tests are that reference's, and its test vectors are in
 // Tests/vectors/decode.txt.
 
+
 /// A device model. The CC1350 runs the CC2650 application firmware (section 4), so both share one
 /// GATT profile; they differ only in name. `gatt` is any other device: it speaks the Bluetooth
 /// SIG's standard profiles (Standard.swift) and whatever a profile declared in the configuration

@@ -9,6 +9,7 @@
 // Every multi-byte field is little-endian on the wire and is assembled explicitly, so the code is
 // also correct on a big-endian host (BlueCap's byte-order hooks are identities).
 
+
 // MARK: - Errors
 
 /// How many bytes a characteristic's value may have.

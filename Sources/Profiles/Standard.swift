@@ -8,6 +8,7 @@
 // byte off is a `DecodeError`, as for the SensorTags. A "not known" pattern is `.notKnown`: the
 // device says it has no value, which is neither a reading nor a malformed payload.
 
+
 /// The label `ServiceConfigurable.tag` carries for SIG-defined services.
 let sigTag: StaticString = "Bluetooth SIG"
 

@@ -5,6 +5,7 @@
 import Glibc
 #endif
 import CLinux
+import LinuxSystem
 
 extension EventLoop {
     /// Delivers `signals` to `handler` on the loop from now on. Call before starting threads

@@ -1,7 +1,10 @@
 // The ordered, at-least-once path of readings and events to the broker.
 
-import Publishing
+import SharedTypes
 import Reactor
+import Spooling
+import LinuxSystem
+import MQTTClient
 
 /// Messages that must reach the broker in order and survive outages and restarts. A message goes
 /// straight to the publisher while nothing older waits; otherwise it is appended to the spool,
@@ -75,7 +78,7 @@ public final class Outbox {
                 if qos > 0 && publisher.isPending(mid) { keep(mid, topic, payload, retain) }
                 return
             case .rejected: rejected += 1; return
-            case .spool: break
+            case .deferred: break
             }
         }
         // The copies are older than this message: they go first, so a replay keeps the order.
@@ -122,7 +125,7 @@ public final class Outbox {
             case .rejected?:
                 rejected += 1
                 acknowledge(sequence)  // it can never be published: do not replay it forever
-            case .spool?, nil:
+            case .deferred?, nil:
                 spool.rewind()
                 replaying.removeAll()
                 return

@@ -1,11 +1,14 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Configuration
-import Model
 import Profiles
-import Publishing
+import LinuxSystem
+import SharedTypes
 import Reactor
+import Configuration
+import Spooling
+import MQTTClient
+import Payloads
 
 /// Everything that goes to the broker: readings (encoded into one reused buffer), per-tag
 /// availability, connection events, statistics and Home Assistant discovery. It decides what is
@@ -143,7 +146,7 @@ public final class Publication: MQTTPublisherDelegate {
         topics = try Topics(prefix: c.mqtt.topicPrefix, client: c.mqtt.clientID, layout: c.mqtt.topicLayout)
         payloadFormat = c.mqtt.payload
         roundsValues = c.mqtt.roundToResolution
-        publisher = try MQTTPublisher(configuration: Publication.publisherConfiguration(c), loop: loop)
+        publisher = try MQTTPublisher(configuration: Publication.publisherConfiguration(c, topics: topics), loop: loop)
         let spool = try Spool(directory: c.spool.path, maxBytes: c.spool.maxBytes,
                               segmentBytes: max(64 << 10, min(1 << 20, c.spool.maxBytes / 16)))
         outbox = Outbox(publisher: publisher, spool: spool, qos: Int32(c.mqtt.qos.rawValue), retain: c.mqtt.retain, loop: loop)
@@ -182,7 +185,7 @@ public final class Publication: MQTTPublisherDelegate {
         }
     }
 
-    public static func publisherConfiguration(_ c: DaemonConfiguration) -> MQTTPublisherConfiguration {
+    public static func publisherConfiguration(_ c: DaemonConfiguration, topics: Topics) -> MQTTPublisherConfiguration {
         var tls: MQTTTLS?
         if c.mqtt.tls.enabled {
             tls = MQTTTLS(trust: c.mqtt.tls.caFile.map { .caFile($0) } ?? .systemStore,
@@ -191,7 +194,8 @@ public final class Publication: MQTTPublisherDelegate {
         }
         return MQTTPublisherConfiguration(
             brokers: c.mqtt.brokers,
-            clientID: c.mqtt.clientID, topicPrefix: c.mqtt.topicPrefix, topicLayout: c.mqtt.topicLayout,
+            clientID: c.mqtt.clientID,
+            presence: Presence(topic: topics.status, online: ControlPayloads.online, offline: ControlPayloads.offline),
             keepalive: .seconds(c.mqtt.keepaliveSeconds), cleanSession: c.mqtt.cleanSession,
             credentials: c.mqtt.username.map { MQTTCredentials(username: $0, password: c.mqtt.password?.revealed) },
             tls: tls, maxInFlight: c.mqtt.maxInflight)
@@ -260,7 +264,7 @@ public final class Publication: MQTTPublisherDelegate {
             switch publisher.publish(topic: topic, payload: [], qos: 1, retain: true) {
             case .handedOff(let mid): withdrawals.published(topic, mid: mid)
             case .rejected(let error): withdrawals.refused(topic, "\(error)")
-            case .spool: return
+            case .deferred: return
             }
         }
     }
@@ -424,7 +428,7 @@ public final class Publication: MQTTPublisherDelegate {
         guard publisher.isConnected else { return }
         while let topic = retainedOwed.first, publisher.hasRoom() {
             if let payload = retainedPayloads[topic] {
-                if case .spool = publisher.publish(topic: topic, payload: payload, qos: 1, retain: true) { return }
+                if case .deferred = publisher.publish(topic: topic, payload: payload, qos: 1, retain: true) { return }
                 retainedPayloads[topic] = nil
             }
             retainedOwed.removeFirst()

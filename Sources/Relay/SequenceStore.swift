@@ -22,9 +22,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Model
 import Profiles
-import Reactor
+import LinuxSystem
+import SharedTypes
 
 public final class SequenceStore {
     /// Numbers reserved ahead of the next one while running: an hour at 10 readings a second.

@@ -6,8 +6,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Model
-import Reactor
+import LinuxSystem
 
 enum StateFile {
     /// Writes `text` to `path.tmp`, syncs it and renames it over `path`: after a crash the file

@@ -1,9 +1,9 @@
 // The per-reading state of one tag's readings: what changes with each reading (the sequence
 // numbers) and what is built once so that a reading costs no allocation (topics, the encoder).
 
-import Model
 import Profiles
-import Publishing
+import SharedTypes
+import Payloads
 
 /// One tag's readings on their way to MQTT: the tag's encoder and, for each configured sensor (by
 /// the index its readings arrive with, see `ReadingSink`), its topic, built once, and the sequence

@@ -1,6 +1,6 @@
 // Copies of the QoS ≥ 1 messages handed straight to libmosquitto and not yet acknowledged.
 
-import Reactor
+import LinuxSystem
 
 /// While the broker acknowledges promptly, a message handed straight to libmosquitto is written
 /// nowhere: an SD card should not see a write per reading. But libmosquitto keeps an

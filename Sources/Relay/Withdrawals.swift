@@ -1,7 +1,8 @@
 // Retained topics the broker must be told to forget: a removed tag's Home Assistant configs and
 // availability. Without them Home Assistant shows the tag's entities for ever.
 
-import Model
+import LinuxSystem
+import SharedTypes
 
 /// Withdrawals owed to the broker: empty retained messages, sent as the in-flight window allows
 /// on every connection until the broker acknowledges each. Kept in the spool directory

@@ -4,8 +4,8 @@
 // after every notifying characteristic and (like TI's firmware) a user description. Handles are
 // sequential from 0x0001 and depend only on the model, so a reconnect sees the same table.
 
-import Acquisition
 import Profiles
+import Acquisition
 
 /// What is emulated: the hardware and the firmware revision string it reports.
 public struct EmulatedModel: Sendable, Hashable, CustomStringConvertible {

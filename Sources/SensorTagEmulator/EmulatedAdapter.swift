@@ -7,8 +7,10 @@
 // lets the attempt run into its timeout, unless it starts advertising before then; a tag with
 // `faults.refuseConnections` refuses.
 
+import LinuxSystem
+import SharedTypes
 import Acquisition
-import Profiles
+import Reactor
 
 public final class EmulatedAdapter: LinkConnector, AdvertisementMonitor {
     public let loop: EventLoop

@@ -23,8 +23,10 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Acquisition
 import Profiles
+import LinuxSystem
+import Acquisition
+import Reactor
 
 public final class SensorTagEmulator {
     public typealias Model = EmulatedModel

@@ -4,7 +4,7 @@
 // (`dropLink()`, `powerDown()` / `pressButton()`).
 
 import Profiles
-import Reactor
+import LinuxSystem
 
 /// Persistent misbehaviour, checked on every PDU. All off by default.
 public struct Faults: Sendable, Equatable {

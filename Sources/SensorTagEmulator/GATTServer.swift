@@ -3,8 +3,8 @@
 // responses the spec prescribes. It computes responses as bytes and sends nothing itself, so
 // the emulator can delay, drop or corrupt them, and the rules can be tested without a socket.
 
-import Acquisition
 import Profiles
+import Acquisition
 
 public final class GATTServer {
     public internal(set) var table: AttributeTable

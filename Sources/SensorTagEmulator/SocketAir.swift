@@ -12,8 +12,10 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LinuxSystem
+import SharedTypes
 import Acquisition
-import Profiles
+import Reactor
 
 /// The socket path of the tag at `address` in `directory`. `sockaddr_un` takes 107 bytes, so
 /// the directory's path must stay under 89.

@@ -1,12 +1,15 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LinuxSystem
+import SharedTypes
+import Reactor
 import Acquisition
-import Configuration
-import Profiles
-import Publishing
-import Relay
 import SensorTagEmulator
+import Configuration
+import MQTTClient
+import Payloads
+import Relay
 
 /// The daemon: one event loop, the Bluetooth fleet on one side, the MQTT publication on the
 /// other, and the process lifecycle around them (systemd notifications, SIGHUP reload, SIGTERM
@@ -265,58 +268,57 @@ final class Daemon: TagSupervisorDelegate {
     }
 
     private func publishStats() {
-        var tags: [(String, JSONValue)] = []
-        for (name, s) in fleet.supervisors.sorted(by: { $0.key < $1.key }) {
-            var sensors: [(String, JSONValue)] = []
-            for (i, c) in s.currentCounters.enumerated() {
-                var members: [(String, JSONValue)] = [
-                    ("notifications", .integer(Int64(clamping: c.notifications))),
-                    ("decode_errors", .integer(Int64(clamping: c.decodeErrors))),
-                    ("rate_limited", .integer(Int64(clamping: c.rateLimited))),
-                ]
-                if let seen = c.lastSeen { members.append(("last_seen_s_ago", .integer((loop.now - seen).milliseconds / 1000))) }
-                sensors.append((s.tag.sensors[i].sensor.rawValue, .object(members)))
-            }
-            let link = s.linkCounters
-            var signal: JSONValue = .null
-            if let rssi = fleet.signal[name] { signal = .integer(Int64(rssi)) }
-            tags.append((name, .object([("state", .string(s.state.rawValue)),
-                                        ("adapter", s.adapterName.map { .string($0) } ?? .null),
-                                        ("rssi_dbm", signal),
-                                        ("reconnects", .integer(Int64(clamping: s.reconnects))),
-                                        ("link", .object([("malformed", .integer(Int64(clamping: link.malformed))),
-                                                          ("oversized", .integer(Int64(clamping: link.oversized))),
-                                                          ("unknown_opcodes", .integer(Int64(clamping: link.unknownOpcodes))),
-                                                          ("unexpected", .integer(Int64(clamping: link.unexpected))),
-                                                          ("kernel_dropped", .integer(Int64(clamping: link.kernelDropped)))])),
-                                        ("sensors", .object(sensors))])))
-        }
+        var stats = Statistics()
+        stats.uptime = loop.now - started
+        let p = publication.publisher.statistics
+        stats.mqtt.connectedBroker = p.connectedBroker?.description
+        stats.mqtt.published = p.handedOff
+        stats.mqtt.delivered = p.delivered
+        stats.mqtt.deferred = p.deferred
+        stats.mqtt.rejected = p.rejected
+        stats.mqtt.inFlight = p.inFlight
+        stats.mqtt.connects = p.connects
+        stats.mqtt.connectionFailures = p.connectionFailures
         let spool = publication.spool
-        let payload = ControlPayloads.stats(time: .now(), uptime: loop.now - started, publisher: publication.publisher.statistics,
-                                            extra: [("spool", .object([("pending", .integer(Int64(spool.count))),
-                                                                       ("bytes", .integer(Int64(spool.bytes))),
-                                                                       ("dropped", .integer(Int64(clamping: spool.dropped))),
-                                                                       ("lost_to_damage", .integer(Int64(clamping: spool.corrupted))),
-                                                                       ("errors", .integer(Int64(clamping: publication.outbox.spoolErrors))),
-                                                                       ("unacknowledged_spooled", .integer(Int64(clamping: publication.outbox.spooledUnacknowledged))),
-                                                                       ("repaired_on_open", .object([
-                                                                           ("truncated_bytes", .integer(Int64(spool.recovery.truncatedBytes))),
-                                                                           ("skipped_bytes", .integer(Int64(spool.recovery.skippedBytes))),
-                                                                           ("segments", .integer(Int64(spool.recovery.repairedSegments)))]))])),
-                                                    ("readings", .integer(Int64(clamping: publication.readingsPublished))),
-                                                    ("readings_not_encoded", .integer(Int64(clamping: publication.rejected))),
-                                                    ("state_files", .object([
-                                                        ("damaged", .integer(Int64(clamping: sequences.problems.damagedFiles))),
-                                                        ("withdrawals_refused", .integer(Int64(clamping: sequences.problems.refusedWithdrawals))),
-                                                        ("withdrawals_owed", .integer(Int64(publication.owedWithdrawals.count)))])),
-                                                    ("adapters", .object(zip(fleet.adapterStates, fleet.connectionLimits).map { a, limit in
-                                                        (a.configured, .object([("up", .bool(a.up != nil)),
-                                                                                ("name", a.up.map { .string($0.name) } ?? .null),
-                                                                                ("address", a.up.map { .string($0.address.description) } ?? .null),
-                                                                                ("tags", .integer(Int64(a.tags))),
-                                                                                ("max", .integer(Int64(limit)))]))
-                                                    })),
-                                                    ("tags", .object(tags))])
+        var figures = Statistics.Spool()
+        figures.pending = spool.count
+        figures.bytes = spool.bytes
+        figures.dropped = spool.dropped
+        figures.lostToDamage = spool.corrupted
+        figures.errors = publication.outbox.spoolErrors
+        figures.unacknowledgedSpooled = publication.outbox.spooledUnacknowledged
+        figures.truncatedBytes = spool.recovery.truncatedBytes
+        figures.skippedBytes = spool.recovery.skippedBytes
+        figures.repairedSegments = spool.recovery.repairedSegments
+        stats.spool = figures
+        stats.readings = publication.readingsPublished
+        stats.readingsNotEncoded = publication.rejected
+        var files = Statistics.StateFiles()
+        files.damaged = sequences.problems.damagedFiles
+        files.withdrawalsRefused = sequences.problems.refusedWithdrawals
+        files.withdrawalsOwed = publication.owedWithdrawals.count
+        stats.stateFiles = files
+        stats.adapters = zip(fleet.adapterStates, fleet.connectionLimits).map { a, limit in
+            Statistics.Adapter(configured: a.configured, up: a.up.map { ($0.name, $0.address.description) },
+                               tags: a.tags, max: limit)
+        }
+        stats.tags = fleet.supervisors.sorted(by: { $0.key < $1.key }).map { name, s in
+            let sensors = s.currentCounters.enumerated().map { i, c in
+                Statistics.Sensor(name: s.tag.sensors[i].sensor.rawValue, notifications: c.notifications,
+                                  decodeErrors: c.decodeErrors, rateLimited: c.rateLimited,
+                                  lastSeenSecondsAgo: c.lastSeen.map { (loop.now - $0).milliseconds / 1000 })
+            }
+            let counters = s.linkCounters
+            var link = Statistics.Link()
+            link.malformed = counters.malformed
+            link.oversized = counters.oversized
+            link.unknownOpcodes = counters.unknownOpcodes
+            link.unexpected = counters.unexpected
+            link.kernelDropped = counters.kernelDropped
+            return Statistics.Tag(name: name, state: s.state.rawValue, adapter: s.adapterName, rssiDBm: fleet.signal[name].map { Int($0) },
+                                  reconnects: s.reconnects, link: link, sensors: sensors)
+        }
+        let payload = ControlPayloads.stats(stats, time: .now())
         publication.publishStats(payload)
         let streaming = fleet.supervisors.values.filter { $0.state == .streaming }.count
         Log.info("stats: \(streaming)/\(fleet.supervisors.count) tags streaming, \(publication.readingsPublished) readings, spool \(spool.count) pending, \(spool.dropped) dropped")

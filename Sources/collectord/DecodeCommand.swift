@@ -1,7 +1,7 @@
-import Configuration
-import Model
 import Profiles
-import Publishing
+import SensorTagEmulator
+import Configuration
+import Payloads
 
 #if canImport(Glibc)
 import Glibc

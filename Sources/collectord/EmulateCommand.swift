@@ -1,10 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Acquisition
-import Configuration
 import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
+import Acquisition
 import SensorTagEmulator
+import Configuration
 
 /// `collectord emulate`: a SensorTag on a second adapter (or a virtual controller), for trying
 /// the daemon without hardware and for the end-to-end tests.

@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Model
+import SharedTypes
+import SensorTagEmulator
 
 /// Log lines on stderr with sd-daemon(3) priority prefixes (`<3>` … `<7>`), which journald turns
 /// into real priorities, so `journalctl -p warning -u collectord` works. One write(2) per line.

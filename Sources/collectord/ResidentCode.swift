@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Acquisition  // for the Reactor's Syscall
+
+import LinuxSystem
 
 /// Hands back the code pages start-up needed and the steady state does not.
 ///

@@ -1,8 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SharedTypes
+import Reactor
 import Acquisition
-import Profiles
 
 /// `collectord scan`: which SensorTags are in range, with what they need in the configuration.
 struct Scan: Command {

@@ -1,8 +1,9 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Acquisition
 import Profiles
+import SharedTypes
+import Reactor
 import SensorTagEmulator
 
 /// `collectord emulate --socket-dir DIR`: a fleet of emulated tags in their own process, each

@@ -1,5 +1,5 @@
-import Acquisition
-import Profiles
+import SharedTypes
+import Reactor
 import SensorTagEmulator
 
 /// `collectord run --emulated-tags`: every configured tag is an in-process emulated SensorTag of

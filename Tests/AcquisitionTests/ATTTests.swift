@@ -1,8 +1,12 @@
 import Glibc
+@testable import Acquisition
 import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
 import TestRandom
 import Testing
-@testable import Acquisition
+import TestSupport
 
 @Suite struct ATTParserTests {
     func parse(_ bytes: [UInt8]) -> Result<ATTPDU, ATTParseError> {

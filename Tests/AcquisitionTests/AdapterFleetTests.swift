@@ -6,9 +6,13 @@
 
 import Glibc
 import Testing
+import TestSupport
 @testable import Acquisition
-import Profiles
 @testable import SensorTagEmulator
+import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
 
 final class FakeControllers: AdapterSystem {
     final class Controller {

@@ -5,9 +5,13 @@
 
 import Glibc
 import Testing
+import TestSupport
 @testable import Acquisition
-import Profiles
 @testable import SensorTagEmulator
+import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
 
 /// The kernel's side of a management socket: records the commands, answers each with Command
 /// Complete (status `status`), and reports devices as Device Found.

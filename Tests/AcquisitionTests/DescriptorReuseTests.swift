@@ -5,8 +5,11 @@
 
 import Glibc
 import Testing
-import Reactor
+import TestSupport
 @testable import Acquisition
+import LinuxSystem
+import SharedTypes
+import Reactor
 
 /// A TCP listener on the loopback whose accept queue is full: a non-blocking connect to it stays
 /// in progress (SYN_SENT, SO_ERROR 0, not writable), as an LE connection to a tag that does not

@@ -4,9 +4,12 @@
 
 import Glibc
 import Testing
-@testable import SensorTagEmulator
+import TestSupport
 import Acquisition
+@testable import SensorTagEmulator
 import Profiles
+import LinuxSystem
+import Reactor
 
 final class EmulatorHarness {
     struct Received {

@@ -4,9 +4,12 @@
 // SensorProfile.decode, calibration, ranges, reset on disconnect) and every fault.
 
 import Testing
-@testable import SensorTagEmulator
+import TestSupport
 import Acquisition
+@testable import SensorTagEmulator
 import Profiles
+import LinuxSystem
+import SharedTypes
 
 // MARK: - Helpers
 

@@ -1,7 +1,11 @@
 import Glibc
-import Profiles
-import Testing
 @testable import Acquisition
+import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
+import Testing
+import TestSupport
 
 @Suite struct HCIEventTests {
     func parse(_ bytes: [UInt8]) -> HCIEvent? { withRawSpan(bytes) { parseHCIEvent($0) } }

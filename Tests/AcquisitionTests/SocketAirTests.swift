@@ -5,9 +5,13 @@
 
 import Glibc
 import Testing
+import TestSupport
 @testable import Acquisition
-import Profiles
 @testable import SensorTagEmulator
+import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
 
 private func scratchDirectory() -> String {
     var template = Array("/tmp/collectord-air.XXXXXX".utf8CString)

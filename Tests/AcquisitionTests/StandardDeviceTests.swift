@@ -1,7 +1,9 @@
 import Testing
+import TestSupport
 @testable import SensorTagEmulator
-import Acquisition
 import Profiles
+import LinuxSystem
+import SharedTypes
 
 // A generic Bluetooth LE device with the SIG's standard profiles (model "gatt"): the same session
 // and supervisor as a SensorTag, against the emulator's standard device over a real socketpair.

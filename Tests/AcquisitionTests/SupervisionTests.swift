@@ -2,12 +2,16 @@
 // ATTBearer → GATTClient → SensorTagSession, against emulated tags, in virtual time.
 
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 @testable import Acquisition
-import Profiles
 @testable import SensorTagEmulator
+import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
 
 /// Counts what the supervisors report, and checks the adapter never has two attempts in flight.
 final class Fleet: TagSupervisorDelegate, LinkConnector {

@@ -12,6 +12,7 @@
 
 import Foundation
 import Testing
+import ChildProcesses
 import TestSupport
 
 extension DaemonProcessTests {

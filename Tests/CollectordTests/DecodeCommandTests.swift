@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import collectord
 import Profiles
-import Publishing
+import Payloads
 
 /// `collectord decode` as a user runs it: argument parsing, settings, JSON (the payload the daemon
 /// would publish, less tag, address, time and sequence number, plus the raw bytes) and exit statuses.

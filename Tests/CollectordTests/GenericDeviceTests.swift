@@ -5,6 +5,7 @@
 import Foundation
 import Testing
 import TestSupport
+import Profiles
 
 /// The declared profile both this test and the VM scenario 50-generic-devices use.
 let thermoProfile = try! String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -1,9 +1,10 @@
 // Several adapters: `adapters`, `max_connections`, a tag's `adapter` pin, the plan check-config
 // shows, and the placement rules the daemon follows as adapters come and go (AdapterPlan).
 
-import Model
-import Testing
 @testable import Configuration
+import Profiles
+import SharedTypes
+import Testing
 
 private func tags(_ n: Int, pins: [Int: String] = [:]) -> String {
     (0..<n).map { i in

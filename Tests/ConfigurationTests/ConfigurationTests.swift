@@ -1,10 +1,11 @@
 // The schema: defaults, the mapping to Acquisition's types, the checks, did-you-mean, the shipped
 // file, the summary and the reload diff.
 
-import Model
-import Profiles
-import Testing
 @testable import Configuration
+import Profiles
+import LinuxSystem
+import SharedTypes
+import Testing
 
 private let kitchen = BluetoothAddress("B0:B4:48:C9:4A:85")!
 private let cellar = BluetoothAddress("54:6C:0E:53:00:01")!

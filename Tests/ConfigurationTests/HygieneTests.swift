@@ -3,7 +3,8 @@
 import Glibc
 import Testing
 @testable import Configuration
-import Model
+import Profiles
+import SharedTypes
 
 @Suite struct HygieneTests {
     static let tag = "\n[[tag]]\nname = \"kitchen\"\naddress = \"B0:B4:48:00:00:01\"\n"

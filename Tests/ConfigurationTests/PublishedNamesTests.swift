@@ -5,10 +5,10 @@
 
 import Foundation
 import Glibc
-import Model
-import Profiles
-import Testing
 @testable import Configuration
+import Profiles
+import SharedTypes
+import Testing
 
 private func characteristic(sensor: String, uuid: String = "AA01", service: String = "AA00", fields: String = #"[{ name = "value" }]"#) -> String {
     """

@@ -1,0 +1,160 @@
+// What the publisher needs to know: brokers in failover order, identity, credentials, TLS, timing.
+// Secrets stay out of every description: printing or dumping a configuration shows "<redacted>".
+
+import LinuxSystem
+import SharedTypes
+
+/// Username and password. The password never appears in `description`, `debugDescription` or a
+/// mirror (so neither `print`, string interpolation nor `dump` can leak it).
+public struct MQTTCredentials: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    public var username: String
+    public var password: String?
+
+    public init(username: String, password: String?) {
+        self.username = username
+        self.password = password
+    }
+
+    public var description: String { "username \(username), password \(password == nil ? "none" : "<redacted>")" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror {
+        Mirror(self, children: ["username": username, "password": password == nil ? "none" : "<redacted>"])
+    }
+}
+
+/// TLS settings, applied to every broker in the list.
+public struct MQTTTLS: Sendable, Equatable {
+    /// Where the certificates that may sign the broker's certificate come from.
+    public enum Trust: Sendable, Equatable {
+        /// The system store: `mosquitto_tls_set(capath: "/etc/ssl/certs")` (Debian's
+        /// ca-certificates, hashed links).
+        case systemStore
+        /// One PEM file of CA certificates.
+        case caFile(String)
+        /// A directory of hashed CA certificates (`openssl rehash`).
+        case caPath(String)
+    }
+
+    public var trust: Trust
+    /// PEM client certificate, for brokers that require one (with `clientKey`).
+    public var clientCertificate: String?
+    /// PEM private key of `clientCertificate`, unencrypted.
+    public var clientKey: String?
+    /// Verify the broker's certificate chain and host name. Only ever off when the operator wrote
+    /// so explicitly; then the connection is encrypted but not authenticated.
+    public var verifyPeer: Bool
+    /// "tlsv1.3", "tlsv1.2"; nil for libmosquitto's default (1.2 or later).
+    public var version: String?
+    /// OpenSSL cipher list; nil for the default.
+    public var ciphers: String?
+
+    public init(trust: Trust = .systemStore, clientCertificate: String? = nil, clientKey: String? = nil,
+                verifyPeer: Bool = true, version: String? = nil, ciphers: String? = nil) {
+        self.trust = trust
+        self.clientCertificate = clientCertificate
+        self.clientKey = clientKey
+        self.verifyPeer = verifyPeer
+        self.version = version
+        self.ciphers = ciphers
+    }
+
+    static let systemCAPath = "/etc/ssl/certs"
+}
+
+/// Reconnect delays: exponential, capped, with jitter so that a fleet of daemons restarted together
+/// does not reconnect in lockstep.
+public struct ReconnectBackoff: Sendable, Equatable {
+    /// Delay after the first failure (before jitter).
+    public var initial: Duration
+    /// Upper bound of the delay (before jitter).
+    public var maximum: Duration
+    public var multiplier: Double
+    /// Fraction of the delay that is random: the delay is uniform in [d·(1−jitter), d].
+    public var jitter: Double
+
+    public init(initial: Duration = .milliseconds(500), maximum: Duration = .seconds(60), multiplier: Double = 2,
+                jitter: Double = 0.5) {
+        self.initial = initial
+        self.maximum = maximum
+        self.multiplier = Swift.max(multiplier, 1)
+        self.jitter = Swift.min(Swift.max(jitter, 0), 1)
+    }
+
+    /// The nominal delay after `failures` consecutive failures (1 = first), before jitter.
+    public func nominalDelay(afterFailures failures: Int) -> Duration {
+        let initialMs = Double(initial.nanosecondsClamped) / 1e6
+        let maximumMs = Double(maximum.nanosecondsClamped) / 1e6
+        var ms = initialMs
+        var n = 1
+        while n < failures && ms < maximumMs {
+            ms *= multiplier
+            n += 1
+        }
+        return .nanoseconds(Int64(Swift.min(ms, maximumMs) * 1e6))
+    }
+
+    /// The delay to wait after `failures` consecutive failures, with jitter from `random`.
+    public func delay(afterFailures failures: Int, using random: inout some RandomNumberGenerator) -> Duration {
+        let nominal = Double(nominalDelay(afterFailures: failures).nanosecondsClamped)
+        let factor = 1 - jitter * Double.random(in: 0..<1, using: &random)
+        return .nanoseconds(Int64(nominal * factor))
+    }
+}
+
+/// The retained topic that says whether this client is connected: `online` is published there
+/// after every connect, `offline` at a clean stop and, as the last will, by the broker when the
+/// connection is lost.
+public struct Presence: Sendable, Equatable {
+    public var topic: String
+    public var online: [UInt8]
+    public var offline: [UInt8]
+    public init(topic: String, online: [UInt8], offline: [UInt8]) {
+        self.topic = topic
+        self.online = online
+        self.offline = offline
+    }
+}
+
+public struct MQTTPublisherConfiguration: Sendable {
+    /// Tried in order; after a failure the next one is tried at once, and after the whole list
+    /// has failed the publisher waits (backoff) and starts again from the first.
+    public var brokers: [MQTTBroker]
+    /// Client identifier.
+    public var clientID: String
+    /// The status topic (and the last will).
+    public var presence: Presence
+    /// MQTT keepalive (whole seconds, 5…65535; libmosquitto's lower bound is 5).
+    public var keepalive: Duration
+    public var cleanSession: Bool
+    public var credentials: MQTTCredentials?
+    public var tls: MQTTTLS?
+    /// QoS of the retained online/offline status and the last will.
+    public var statusQoS: Int32
+    /// Publishes with QoS ≥ 1 handed to libmosquitto and not yet acknowledged, above which
+    /// `publish` answers `.deferred` instead of queueing in memory.
+    public var maxInFlight: Int
+    /// Longest a connection attempt may take (TCP, TLS and CONNACK) before the next broker is tried.
+    public var connectTimeout: Duration
+    public var backoff: ReconnectBackoff
+    /// A connection that lasted this long counts as healthy: the failure count starts again.
+    public var stableAfter: Duration
+
+    public init(brokers: [MQTTBroker], clientID: String, presence: Presence,
+                keepalive: Duration = .seconds(60), cleanSession: Bool = true, credentials: MQTTCredentials? = nil,
+                tls: MQTTTLS? = nil, statusQoS: Int32 = 1, maxInFlight: Int = 100,
+                connectTimeout: Duration = .seconds(10), backoff: ReconnectBackoff = ReconnectBackoff(),
+                stableAfter: Duration = .seconds(30)) {
+        self.brokers = brokers
+        self.clientID = clientID
+        self.presence = presence
+        self.keepalive = keepalive
+        self.cleanSession = cleanSession
+        self.credentials = credentials
+        self.tls = tls
+        self.statusQoS = statusQoS
+        self.maxInFlight = maxInFlight
+        self.connectTimeout = connectTimeout
+        self.backoff = backoff
+        self.stableAfter = stableAfter
+    }
+}

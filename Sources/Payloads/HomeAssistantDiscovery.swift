@@ -1,0 +1,410 @@
+// Home Assistant MQTT discovery for one tag, in one of two forms (`[homeassistant] discovery_form`):
+//
+//   device (default, Home Assistant 2024.12 and later): one retained config per tag,
+//     <ha_prefix>/device/<node>/config   {"dev":…,"o":…,"availability":…,"cmps":{<object>:{"p":"sensor",…},…}}
+//   entity (older Home Assistant): one retained config per entity,
+//     <ha_prefix>/sensor/<node>/<object>/config          numeric fields
+//     <ha_prefix>/binary_sensor/<node>/<object>/config   one per key bit (keys sensor)
+//
+// node   = "sensortag_" + the tag's address in lower-case hex without colons (b0b448c94a85): stable
+//          when the tag is renamed in the configuration, valid in a discovery topic ([A-Za-z0-9_-]).
+// object = "<sensor>_<field>" ("humidity_temperature", "movement_accel_x"); key bits add the bit
+//          index ("keys_pressed_0"); the link's "signal_strength" (`EntityNames` in Model, which
+//          the configuration checks against). The same object ids and unique ids in both forms.
+//
+// Choices (documented for the operator):
+// - Numeric fields are `sensor` entities with `state_class: measurement`, a
+//   `suggested_display_precision` of the decimal places their sensor resolves
+//   (`SensorProfile.decimals`), and a `device_class` only where Home Assistant has one that fits:
+//   °C temperature, %RH humidity, hPa pressure, lux illuminance, battery %. Accelerations (g),
+//   rates (°/s) and fields (µT) have none.
+// - Motion (accelerometer, gyroscope, magnetometer, the CC2650's movement) is disabled by
+//   default (`enabled_by_default: false`): up to 10 readings a second per axis would fill the
+//   recorder; whoever wants an axis enables it.
+// - Units in the config are Home Assistant's spellings where its device class demands one
+//   ("%" for humidity, "lx" for illuminance); the detailed payloads keep collectord's own ("%RH",
+//   "lux").
+// - The keys bitmap becomes one `binary_sensor` per bit (the two keys and the reed relay on a
+//   CC2650 / side key on a CC2541), ON while the bit is set. Other bit fields (IO outputs,
+//   self-test results) are diagnostic `sensor`s showing the index list (detailed) or the mask
+//   (flat).
+// - Battery, IO and self-test entities are `entity_category: diagnostic`.
+// - Availability needs both the daemon (its status topic) and the tag's BLE link (the tag's
+//   availability topic): `availability_mode: all`.
+// - No `object_id` / `default_entity_id`: the first is deprecated (HA 2025.10) and the second is
+//   new; entity ids then come from the device and entity names, which is HA's default.
+// - Removing a tag publishes an empty retained message on its config topic(s) (HA deletes the
+//   entities and the device) and clears the retained availability. Switching forms empties the
+//   other form's topics (`otherFormTopics`).
+// - Entities are listed by `entities(for:sensors:)`; a new kind (a link's signal strength) is one
+//   more `Entity` appended there.
+
+import Profiles
+import SharedTypes
+
+/// One retained message to publish (an empty payload deletes the retained message).
+public struct DiscoveryMessage: Sendable, Equatable {
+    public let topic: String
+    public let payload: [UInt8]
+    public var retain: Bool { true }
+
+    public init(topic: String, payload: [UInt8]) {
+        self.topic = topic
+        self.payload = payload
+    }
+}
+
+/// The name, unit and kind of one field, as Home Assistant needs to know it before readings flow.
+public struct FieldDescriptor: Sendable, Hashable {
+    public let name: String
+    public let unit: Unit
+    public let isBits: Bool
+
+    public init(name: String, unit: Unit, isBits: Bool) {
+        self.name = name
+        self.unit = unit
+        self.isBits = isBits
+    }
+
+    public init(_ field: FieldDeclaration) {
+        name = field.name.description
+        unit = field.unit
+        isBits = field.isBits
+    }
+}
+
+public struct HomeAssistantDiscovery: Sendable {
+    /// The tag as Home Assistant's device registry shows it.
+    public struct Device: Sendable, Hashable {
+        /// The configured tag name: the topic level, and the device name unless `displayName` is set.
+        public var tag: String
+        /// "B0:B4:48:C9:4A:85"
+        public var address: String
+        public var model: Model
+        /// Firmware Revision String as read from the tag, if known.
+        public var firmware: String?
+        public var displayName: String?
+        /// A generic device's declared profile: its own sensors, with their units and classes.
+        public var profile: DeviceProfile?
+        /// A generic device's Manufacturer Name and Model Number strings.
+        public var manufacturer: String?
+        public var modelName: String?
+
+        public init(tag: String, address: String, model: Model, firmware: String? = nil, displayName: String? = nil,
+                    profile: DeviceProfile? = nil, manufacturer: String? = nil, modelName: String? = nil) {
+            self.manufacturer = manufacturer
+            self.modelName = modelName
+            self.tag = tag
+            self.address = address
+            self.model = model
+            self.firmware = firmware
+            self.displayName = displayName
+            self.profile = profile
+        }
+    }
+
+    public let topics: Topics
+    public var discoveryPrefix: String
+    public var softwareVersion: String
+    public var form: DiscoveryForm
+    /// The readings' payload, which the value templates read.
+    public var payload: PayloadFormat
+
+    public init(topics: Topics, discoveryPrefix: String = "homeassistant", softwareVersion: String,
+                form: DiscoveryForm = .device, payload: PayloadFormat = .detailed) {
+        self.topics = topics
+        self.discoveryPrefix = discoveryPrefix
+        self.softwareVersion = softwareVersion
+        self.form = form
+        self.payload = payload
+    }
+
+    // MARK: Fields
+
+    /// The fields `sensor` on `model` publishes, as its profile declares them. Nil when the model has
+    /// no such sensor.
+    public static func fields(model: Model, sensor: Sensor, settings: SensorSettings = SensorSettings()) -> [FieldDescriptor]? {
+        guard let profile = SensorProfile.lookup(model, sensor) else { return nil }
+        return profile.fields(settings).map(FieldDescriptor.init)
+    }
+
+    // MARK: Configs
+
+    /// Discovery configs for every field of every listed sensor the model has: one message in the
+    /// device form, one per entity in the entity form.
+    public func configs(for device: Device, sensors: [Sensor], settings: SensorSettings = SensorSettings()) -> [DiscoveryMessage] {
+        let all = entities(for: device, sensors: sensors, settings: settings)
+        switch form {
+        case .entity:
+            return all.map { e in
+                DiscoveryMessage(topic: entityTopic(e.component, device: device, objectID: e.objectID),
+                                 payload: JSONValue.object(e.members + shared(device)).encoded)
+            }
+        case .device:
+            guard !all.isEmpty else { return [] }
+            let components = all.map { e in (e.objectID, JSONValue.object([("p", .string(e.component))] + e.members)) }
+            return [DiscoveryMessage(topic: deviceTopic(device), payload: JSONValue.object(shared(device) + [("cmps", .object(components))]).encoded)]
+        }
+    }
+
+    /// What deletes a removed tag from Home Assistant: an empty retained message on every config
+    /// topic of either form (a tag announced in the other form before a switch is removed too),
+    /// and (unless told otherwise) on the tag's availability topic.
+    public func removals(for device: Device, sensors: [Sensor] = Sensor.allCases,
+                         settings: SensorSettings = SensorSettings(), clearAvailability: Bool = true) -> [DiscoveryMessage] {
+        var topics = [deviceTopic(device)]
+        topics += entities(for: device, sensors: sensors, settings: settings).map { entityTopic($0.component, device: device, objectID: $0.objectID) }
+        var messages = topics.map { DiscoveryMessage(topic: $0, payload: []) }
+        if clearAvailability { messages.append(DiscoveryMessage(topic: self.topics.availability(tag: device.tag), payload: [])) }
+        return messages
+    }
+
+    /// The config topics of the form not in use, for either generation of tag: what a switch of
+    /// `discovery_form` leaves on the broker, to be emptied once.
+    public func otherFormTopics(for device: Device, sensors: [Sensor] = Sensor.allCases) -> [String] {
+        switch form {
+        case .device:
+            var seen = Set<String>(), topics: [String] = []
+            for model in [Model.cc2650, .cc2541] {
+                var d = device
+                d.model = model
+                for e in entities(for: d, sensors: sensors) {
+                    let t = entityTopic(e.component, device: d, objectID: e.objectID)
+                    if seen.insert(t).inserted { topics.append(t) }
+                }
+            }
+            return topics
+        case .entity:
+            return [deviceTopic(device)]
+        }
+    }
+
+    /// The node id of the tag in discovery topics: "sensortag_b0b448c94a85".
+    public static func nodeID(address: String) -> String {
+        "sensortag_" + String(String.UnicodeScalarView(address.lowercased().unicodeScalars.filter { isTopicIDCharacter($0) }))
+    }
+
+    func deviceTopic(_ device: Device) -> String {
+        "\(discoveryPrefix)/device/\(HomeAssistantDiscovery.nodeID(address: device.address))/config"
+    }
+
+    func entityTopic(_ component: String, device: Device, objectID: String) -> String {
+        "\(discoveryPrefix)/\(component)/\(HomeAssistantDiscovery.nodeID(address: device.address))/\(objectID)/config"
+    }
+
+    // MARK: Building
+
+    /// One entity of a tag: its platform, object id and its own config members (without the
+    /// device, origin and availability every entity of the tag shares).
+    public struct Entity: Sendable {
+        public let component: String
+        public let objectID: String
+        public let members: [(String, JSONValue)]
+    }
+
+    /// Every entity of the listed sensors the model has, in the order of the sensors and fields,
+    /// then the link's signal strength (HomeAssistantLinkQuality.swift).
+    public func entities(for device: Device, sensors: [Sensor], settings: SensorSettings = SensorSettings()) -> [Entity] {
+        sensors.flatMap { sensor -> [Entity] in
+            guard let profile = device.profile?.profile(for: sensor) ?? SensorProfile.lookup(device.model, sensor) else { return [] }
+            return entities(for: device, sensor: sensor, fields: profile.fields(settings))
+        } + [linkQualityEntity(for: device)]
+    }
+
+    func entities(for device: Device, sensor: Sensor, fields: [FieldDeclaration]) -> [Entity] {
+        let node = HomeAssistantDiscovery.nodeID(address: device.address)
+        let stateTopic = JSONValue.string(topics.reading(tag: device.tag, sensor: sensor))
+        var result: [Entity] = []
+        for field in fields {
+            let name = field.name.description
+            let object = EntityNames.objectID(sensor: sensor, field: name)
+            if field.isBits && sensor == .keys {
+                for (bit, label) in HomeAssistantDiscovery.keyBits(device.model) {
+                    let objectID = EntityNames.objectID(sensor: sensor, field: name, bit: bit)
+                    result.append(Entity(component: "binary_sensor", objectID: objectID, members: [
+                        ("name", .string(label)),
+                        ("unique_id", .string("collectord_\(node)_\(objectID)")),
+                        ("state_topic", stateTopic),
+                        ("value_template", .string(HomeAssistantDiscovery.guarded(keyTemplate(name, bit: bit), sensor))),
+                        ("payload_on", "ON"),
+                        ("payload_off", "OFF"),
+                    ]))
+                }
+                continue
+            }
+            var members: [(String, JSONValue)] = [
+                ("name", .string(HomeAssistantDiscovery.entityName(sensor: sensor, field: name))),
+                ("unique_id", .string("collectord_\(node)_\(object)")),
+                ("state_topic", stateTopic),
+            ]
+            if field.isBits {
+                members.append(("value_template", .string(HomeAssistantDiscovery.guarded(payload == .flat ? valuePath(name) : "\(valuePath(name)) | join(',')", sensor))))
+            } else {
+                members.append(("value_template", .string(HomeAssistantDiscovery.guarded(valuePath(name), sensor))))
+                // A declared field says its own unit and class; a built-in one's follow from its unit.
+                if let unit = field.declaredUnit ?? HomeAssistantDiscovery.unit(field.unit) {
+                    members.append(("unit_of_measurement", .string(unit)))
+                }
+                if let deviceClass = field.declaredDeviceClass ?? HomeAssistantDiscovery.deviceClass(sensor: sensor, unit: field.unit) {
+                    members.append(("device_class", .string(deviceClass)))
+                }
+                members.append(("state_class", "measurement"))
+                // Only a fixed resolution is a precision: Home Assistant refuses a negative one,
+                // and a float's digits are its own.
+                if field.decimals >= 0 {
+                    members.append(("suggested_display_precision", .integer(Int64(field.decimals))))
+                }
+            }
+            if sensor == .battery || sensor == .io || sensor == .test || (sensor == .heartRate && name == "contact") {
+                members.append(("entity_category", "diagnostic"))
+            }
+            // RR intervals come with every beat, several per reading: kept, but not recorded by default.
+            if HomeAssistantDiscovery.isMotion(sensor) || (sensor == .heartRate && name.hasPrefix("rr_")) {
+                members.append(("enabled_by_default", false))
+            }
+            result.append(Entity(component: "sensor", objectID: object, members: members))
+        }
+        return result
+    }
+
+    /// Accelerometer, gyroscope and magnetometer axes: many readings a second, off by default.
+    static func isMotion(_ sensor: Sensor) -> Bool {
+        switch sensor {
+        case .accelerometer, .gyroscope, .magnetometer, .movement: return true
+        default: return false
+        }
+    }
+
+    /// What every entity of the tag shares: availability, the device and the origin.
+    private func shared(_ device: Device) -> [(String, JSONValue)] {
+        let availability: JSONValue = .array([
+            .object([("topic", .string(topics.status)), ("payload_available", "online"), ("payload_not_available", "offline")]),
+            .object([("topic", .string(topics.availability(tag: device.tag))), ("payload_available", "online"),
+                     ("payload_not_available", "offline")]),
+        ])
+        var deviceMembers: [(String, JSONValue)] = [
+            ("identifiers", .array([.string(HomeAssistantDiscovery.nodeID(address: device.address))])),
+            ("connections", .array([.array(["bluetooth", .string(device.address.lowercased())])])),
+            ("name", .string(device.displayName ?? device.tag)),
+            ("model", .string(device.modelName ?? HomeAssistantDiscovery.modelName(device.model))),
+        ]
+        // A generic device's maker is whatever its Device Information says, not TI.
+        if let maker = device.model.isSensorTag ? "Texas Instruments" : device.manufacturer {
+            deviceMembers.insert(("manufacturer", .string(maker)), at: 3)
+        }
+        if let firmware = device.firmware { deviceMembers.append(("sw_version", .string(firmware))) }
+        let deviceKey = form == .device ? "dev" : "device"
+        let originKey = form == .device ? "o" : "origin"
+        return [
+            ("availability", availability),
+            ("availability_mode", "all"),
+            (deviceKey, .object(deviceMembers)),
+            (originKey, .object([("name", "collectord"), ("sw_version", .string(softwareVersion))])),
+        ]
+    }
+
+    /// ON while key `bit` is pressed: in the index list (detailed) or the mask (flat).
+    private func keyTemplate(_ name: String, bit: Int) -> String {
+        payload == .flat
+            ? "'ON' if (\(valuePath(name)) | int) | bitwise_and(\(1 << bit)) else 'OFF'"
+            : "'ON' if \(bit) in \(valuePath(name)) else 'OFF'"
+    }
+
+    /// `{{ expression }}`; for a state's retained topic (keys, battery), which is emptied when its
+    /// tag is removed, nothing on an empty message instead of a template error (Home Assistant
+    /// ignores an empty result).
+    static func guarded(_ expression: String, _ sensor: Sensor) -> String {
+        sensor.isState ? "{{ (\(expression)) if value_json is defined else '' }}" : "{{ \(expression) }}"
+    }
+
+    /// `value_json.fields.<name>.value` (flat: `value_json.<name>`), or the bracket form for names
+    /// that are not identifiers.
+    private func valuePath(_ name: String) -> String {
+        let scalars = name.unicodeScalars
+        let isIdentifier = !scalars.isEmpty && scalars.allSatisfy { $0 != "-" && HomeAssistantDiscovery.isTopicIDCharacter($0) }
+            && !(scalars.first! >= "0" && scalars.first! <= "9")
+        let key = isIdentifier ? ".\(name)" : "['\(name.replacingOccurrencesOfQuote())']"
+        return payload == .flat ? "value_json\(key)" : "value_json.fields\(key).value"
+    }
+
+    static func isTopicIDCharacter(_ s: Unicode.Scalar) -> Bool {
+        (s >= "a" && s <= "z") || (s >= "A" && s <= "Z") || (s >= "0" && s <= "9") || s == "_" || s == "-"
+    }
+
+    static func modelName(_ model: Model) -> String {
+        switch model {
+        case .cc2541: return "CC2541 SensorTag"
+        case .cc2650: return "CC2650 SensorTag"
+        case .cc1350: return "CC1350 SensorTag"
+        case .gatt: return "Bluetooth LE sensor"
+        }
+    }
+
+    /// The key bits and their labels (`SimpleKeys.Data.pressed`).
+    static func keyBits(_ model: Model) -> [(Int, String)] {
+        [(0, "Key 0"), (1, "Key 1"), (2, model.generation == .cc2650 ? "Reed relay" : "Side key")]
+    }
+
+    /// The payload's symbol, except where Home Assistant's device classes accept only their own.
+    static func unit(_ unit: Unit) -> String? {
+        switch unit {
+        case .none: return nil
+        case .percentRH: return "%"  // HA's humidity device class accepts only "%"
+        case .lux: return "lx"  // HA's illuminance device class accepts only "lx"
+        default: return unit.symbol.description
+        }
+    }
+
+    static func deviceClass(sensor: Sensor, unit: Unit) -> String? {
+        switch unit {
+        case .celsius: return "temperature"
+        case .percentRH: return "humidity"
+        case .hectopascal: return "pressure"
+        case .lux: return "illuminance"
+        case .percent: return sensor == .battery ? "battery" : nil
+        case .meter: return "distance"
+        case .metersPerSecond: return "wind_speed"
+        case .wattsPerSquareMeter: return "irradiance"
+        case .kilojoule: return nil  // HA's energy class wants a total, not a measurement
+        case .second: return "duration"
+        case .g, .microtesla, .degreesPerSecond, .none, .degree, .beatsPerMinute: return nil
+        }
+    }
+
+    static func entityName(sensor: Sensor, field: String) -> String {
+        func axis(_ prefix: String) -> String { prefix + " " + field.suffix(1).uppercased() }
+        switch (sensor, field) {
+        case (.temperature, "object"): return "IR object temperature"
+        case (.temperature, "ambient"): return "IR ambient temperature"
+        case (.humidity, "temperature"): return "Humidity sensor temperature"
+        case (.humidity, "humidity"): return "Humidity"
+        case (.barometer, "temperature"): return "Barometer temperature"
+        case (.barometer, "pressure"): return "Pressure"
+        case (.light, "illuminance"): return "Illuminance"
+        case (.battery, "level"): return "Battery"
+        case (.accelerometer, _): return axis("Accelerometer")
+        case (.magnetometer, _): return axis("Magnetometer")
+        case (.gyroscope, _): return axis("Gyroscope")
+        case (.movement, _) where field.hasPrefix("gyro_"): return axis("Gyroscope")
+        case (.movement, _) where field.hasPrefix("accel_"): return axis("Accelerometer")
+        case (.movement, _) where field.hasPrefix("mag_"): return axis("Magnetometer")
+        case (.io, "outputs"): return "IO outputs"
+        case (_, "passed"): return "Self-test passed"
+        default:
+            let words = "\(sensor.rawValue) \(field)".split(whereSeparator: { $0 == "_" || $0 == " " })
+            let text = words.joined(separator: " ")
+            return text.prefix(1).uppercased() + text.dropFirst()
+        }
+    }
+}
+
+private extension String {
+    func replacingOccurrencesOfQuote() -> String {
+        var out = ""
+        for c in self {
+            if c == "'" || c == "\\" { out.append("\\") }
+            out.append(c)
+        }
+        return out
+    }
+}

@@ -1,0 +1,213 @@
+// The statistics message for `<prefix>/<client>/stats`, built from a plain value the daemon fills
+// once per statistics interval. Home Assistant's signal-strength entity reads one of its keys, so
+// the key is named here, once, for both.
+
+import LinuxSystem
+import SharedTypes
+
+/// Everything the stats message says, as plain numbers and names: the daemon gathers it from the
+/// fleet, the relay and the spool; nothing here knows where the numbers came from.
+public struct Statistics: Sendable {
+    /// The MQTT connection and what went through it.
+    public struct MQTT: Sendable, Equatable {
+        public var connectedBroker: String?
+        public var published: UInt64 = 0
+        public var delivered: UInt64 = 0
+        /// Messages the client could not take at once and left to the caller.
+        public var deferred: UInt64 = 0
+        public var rejected: UInt64 = 0
+        public var inFlight: Int = 0
+        public var connects: UInt64 = 0
+        public var connectionFailures: UInt64 = 0
+        public init() {}
+    }
+
+    public struct Spool: Sendable {
+        public var pending: Int = 0
+        public var bytes: Int = 0
+        public var dropped: UInt64 = 0
+        public var lostToDamage: UInt64 = 0
+        public var errors: UInt64 = 0
+        public var unacknowledgedSpooled: UInt64 = 0
+        public var truncatedBytes: Int = 0
+        public var skippedBytes: Int = 0
+        public var repairedSegments: Int = 0
+        public init() {}
+    }
+
+    public struct StateFiles: Sendable {
+        public var damaged: UInt64 = 0
+        public var withdrawalsRefused: UInt64 = 0
+        public var withdrawalsOwed: Int = 0
+        public init() {}
+    }
+
+    public struct Adapter: Sendable {
+        public var configured: String
+        /// Its kernel name and address while it is up.
+        public var up: (name: String, address: String)?
+        public var tags: Int
+        public var max: Int
+        public init(configured: String, up: (name: String, address: String)?, tags: Int, max: Int) {
+            self.configured = configured; self.up = up; self.tags = tags; self.max = max
+        }
+    }
+
+    public struct Link: Sendable {
+        public var malformed: UInt64 = 0
+        public var oversized: UInt64 = 0
+        public var unknownOpcodes: UInt64 = 0
+        public var unexpected: UInt64 = 0
+        public var kernelDropped: UInt64 = 0
+        public init() {}
+    }
+
+    public struct Sensor: Sendable {
+        public var name: String
+        public var notifications: UInt64
+        public var decodeErrors: UInt64
+        public var rateLimited: UInt64
+        public var lastSeenSecondsAgo: Int64?
+        public init(name: String, notifications: UInt64, decodeErrors: UInt64, rateLimited: UInt64, lastSeenSecondsAgo: Int64?) {
+            self.name = name; self.notifications = notifications; self.decodeErrors = decodeErrors
+            self.rateLimited = rateLimited; self.lastSeenSecondsAgo = lastSeenSecondsAgo
+        }
+    }
+
+    public struct Tag: Sendable {
+        public var name: String
+        public var state: String
+        public var adapter: String?
+        /// The link's signal strength, read once per interval; nil while unknown.
+        public var rssiDBm: Int?
+        public var reconnects: UInt64
+        public var link: Link
+        public var sensors: [Sensor]
+        public init(name: String, state: String, adapter: String?, rssiDBm: Int?, reconnects: UInt64, link: Link, sensors: [Sensor]) {
+            self.name = name; self.state = state; self.adapter = adapter; self.rssiDBm = rssiDBm
+            self.reconnects = reconnects; self.link = link; self.sensors = sensors
+        }
+    }
+
+    public var uptime: Duration = .zero
+    public var mqtt = MQTT()
+    public var spool: Spool?
+    public var readings: UInt64?
+    public var readingsNotEncoded: UInt64?
+    public var stateFiles: StateFiles?
+    public var adapters: [Adapter]?
+    public var tags: [Tag]?
+
+    public init() {}
+
+    /// The key of a tag's signal strength in the message, which Home Assistant's entity reads.
+    public static let signalKey = "rssi_dbm"
+}
+
+extension ControlPayloads {
+    /// Statistics for `<prefix>/<client>/stats`:
+    /// `{"time":"…","uptime_s":…,"mqtt":{"connected":true,"broker":"…","published":…,…},"spool":…,…}`.
+    /// Parts left nil are left out.
+    public static func stats(_ s: Statistics, time: Timestamp) -> [UInt8] {
+        let m = s.mqtt
+        var mqtt: [(String, JSONValue)] = [("connected", .bool(m.connectedBroker != nil))]
+        if let broker = m.connectedBroker { mqtt.append(("broker", .string(broker))) }
+        mqtt += [
+            ("published", .integer(Int64(clamping: m.published))),
+            ("delivered", .integer(Int64(clamping: m.delivered))),
+            ("spooled", .integer(Int64(clamping: m.deferred))),
+            ("rejected", .integer(Int64(clamping: m.rejected))),
+            ("in_flight", .integer(Int64(m.inFlight))),
+            ("connects", .integer(Int64(clamping: m.connects))),
+            ("connection_failures", .integer(Int64(clamping: m.connectionFailures))),
+        ]
+        var members: [(String, JSONValue)] = [
+            ("time", .string(time.description)),
+            ("uptime_s", .integer(s.uptime.nanosecondsClamped / 1_000_000_000)),
+            ("mqtt", .object(mqtt)),
+        ]
+        if let spool = s.spool {
+            members.append(("spool", .object([
+                ("pending", .integer(Int64(spool.pending))),
+                ("bytes", .integer(Int64(spool.bytes))),
+                ("dropped", .integer(Int64(clamping: spool.dropped))),
+                ("lost_to_damage", .integer(Int64(clamping: spool.lostToDamage))),
+                ("errors", .integer(Int64(clamping: spool.errors))),
+                ("unacknowledged_spooled", .integer(Int64(clamping: spool.unacknowledgedSpooled))),
+                ("repaired_on_open", .object([
+                    ("truncated_bytes", .integer(Int64(spool.truncatedBytes))),
+                    ("skipped_bytes", .integer(Int64(spool.skippedBytes))),
+                    ("segments", .integer(Int64(spool.repairedSegments)))])),
+            ])))
+        }
+        if let readings = s.readings { members.append(("readings", .integer(Int64(clamping: readings)))) }
+        if let n = s.readingsNotEncoded { members.append(("readings_not_encoded", .integer(Int64(clamping: n)))) }
+        if let f = s.stateFiles {
+            members.append(("state_files", .object([
+                ("damaged", .integer(Int64(clamping: f.damaged))),
+                ("withdrawals_refused", .integer(Int64(clamping: f.withdrawalsRefused))),
+                ("withdrawals_owed", .integer(Int64(f.withdrawalsOwed)))])))
+        }
+        if let adapters = s.adapters {
+            members.append(("adapters", .object(adapters.map { a in
+                (a.configured, .object([("up", .bool(a.up != nil)),
+                                        ("name", a.up.map { .string($0.name) } ?? .null),
+                                        ("address", a.up.map { .string($0.address) } ?? .null),
+                                        ("tags", .integer(Int64(a.tags))),
+                                        ("max", .integer(Int64(a.max)))]))
+            })))
+        }
+        if let tags = s.tags {
+            members.append(("tags", .object(tags.map { t in
+                var sensors: [(String, JSONValue)] = []
+                for c in t.sensors {
+                    var m: [(String, JSONValue)] = [
+                        ("notifications", .integer(Int64(clamping: c.notifications))),
+                        ("decode_errors", .integer(Int64(clamping: c.decodeErrors))),
+                        ("rate_limited", .integer(Int64(clamping: c.rateLimited))),
+                    ]
+                    if let ago = c.lastSeenSecondsAgo { m.append(("last_seen_s_ago", .integer(ago))) }
+                    sensors.append((c.name, .object(m)))
+                }
+                let l = t.link
+                return (t.name, .object([("state", .string(t.state)),
+                                         ("adapter", t.adapter.map { .string($0) } ?? .null),
+                                         (Statistics.signalKey, t.rssiDBm.map { .integer(Int64($0)) } ?? .null),
+                                         ("reconnects", .integer(Int64(clamping: t.reconnects))),
+                                         ("link", .object([("malformed", .integer(Int64(clamping: l.malformed))),
+                                                           ("oversized", .integer(Int64(clamping: l.oversized))),
+                                                           ("unknown_opcodes", .integer(Int64(clamping: l.unknownOpcodes))),
+                                                           ("unexpected", .integer(Int64(clamping: l.unexpected))),
+                                                           ("kernel_dropped", .integer(Int64(clamping: l.kernelDropped)))])),
+                                         ("sensors", .object(sensors))]))
+            })))
+        }
+        return JSONValue.object(members).encoded
+    }
+}
+
+// The signal strength of a tag's link as a Home Assistant entity: diagnostic, disabled until the
+// user enables it, read from this message (each tag's RSSI, read once per statistics interval),
+// so it needs no topic of its own and costs nothing per reading. It is one more component of the
+// tag's device (or one more entity config in the entity form).
+
+extension HomeAssistantDiscovery {
+    /// The `signal_strength` sensor of `device`, in dBm, on the stats topic. Its value is null
+    /// (shown as unknown) while the tag is not connected or its controller does not say.
+    public func linkQualityEntity(for device: Device) -> Entity {
+        let node = HomeAssistantDiscovery.nodeID(address: device.address)
+        // Tag names are [A-Za-z0-9_-] (the configuration checks it): safe inside the quotes.
+        return Entity(component: "sensor", objectID: EntityNames.signalStrength, members: [
+            ("name", "Signal strength"),
+            ("unique_id", .string("collectord_\(node)_\(EntityNames.signalStrength)")),
+            ("state_topic", .string(topics.stats)),
+            ("value_template", .string("{{ value_json.tags['\(device.tag)'].\(Statistics.signalKey) }}")),
+            ("unit_of_measurement", "dBm"),
+            ("device_class", "signal_strength"),
+            ("state_class", "measurement"),
+            ("suggested_display_precision", .integer(0)),
+            ("entity_category", "diagnostic"),
+            ("enabled_by_default", false),
+        ])
+    }
+}

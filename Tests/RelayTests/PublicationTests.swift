@@ -1,0 +1,248 @@
+// Publication in-process against a real broker: the spool replay and the in-flight window.
+
+import Foundation
+import Testing
+import Relay
+import Configuration
+import Spooling
+import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
+import TestSupport
+
+/// A broker of its own, a Publication for one tag "t" on a fresh loop, a subscriber to its
+/// humidity topic, and a humidity reading to publish.
+final class PublicationFixture {
+    let broker: Broker
+    let directory: URL
+    let loop: EventLoop
+    let publication: Publication
+    let sink: ReadingSink
+    let subscriber: Subscriber
+    let reading: Reading
+    let index: Int
+    /// What the publication logged.
+    let logs = LogLines()
+
+    final class LogLines { var lines: [String] = [] }
+
+    /// `mqtt`: extra lines for the [mqtt] section; `model`: the tag's configured model, if any;
+    /// `tag`: its name; `sensor` and `payload`: what is published; `homeAssistant`: the
+    /// [homeassistant] section's lines (no discovery unless given).
+    init(client: String, mqtt: String = "", model: Model? = nil, tag: String = "t",
+         sensor: Sensor = .humidity, payload: [UInt8] = [0x50, 0x64, 0xE8, 0x7F],
+         spoolSettings: String = "", homeAssistant: String = "discovery = false", clock: @escaping () -> Bool? = { true },
+         spool prepare: (String) throws -> Void = { _ in }) throws {
+        broker = try Broker()
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-pub-\(UUID().uuidString)")
+        let text = """
+            [mqtt]
+            brokers = ["127.0.0.1:\(broker.port)"]
+            client_id = "\(client)"
+            \(mqtt)
+            [spool]
+            path = "\(directory.path)/spool"
+            \(spoolSettings)
+            [homeassistant]
+            \(homeAssistant)
+            [[tag]]
+            name = "\(tag)"
+            address = "B0:B4:48:00:00:01"
+            \(model.map { "model = \"\($0.rawValue)\"" } ?? "")
+            """
+        guard case .success(let configuration) = DaemonConfiguration.parse(text: text, path: "\(client).conf") else {
+            throw FixtureError.configurationRejected
+        }
+        try prepare(configuration.spool.path)
+        loop = try EventLoop()
+        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "test", clock: clock) { [logs] level, message in
+            logs.lines.append("<\(level.rawValue)>\(message())")
+        }
+        sink = publication.add(configuration.tags[0])
+        subscriber = try Subscriber(port: broker.port, topic: "collectord/tags/\(tag)/\(sensor.rawValue)")
+        let profile = SensorProfile.all(for: model ?? .cc2541).first { $0.sensor == sensor }!
+        reading = try payload.withUnsafeBytes {
+            try profile.decode(RawSpan(_unsafeBytes: $0), settings: SensorSettings())
+        }
+        index = configuration.tags[0].sensors.firstIndex { $0.sensor == sensor }!
+    }
+
+    func publish(_ count: Int) {
+        for _ in 0..<count { sink.take(reading, sensor: index) }
+    }
+
+    /// Waits (without the loop: the broker delivers on its own) for `count` messages.
+    func received(_ count: Int) -> [(topic: String, payload: String)] {
+        for _ in 0..<50 where subscriber.lines.count < count { usleep(100_000) }
+        return subscriber.lines
+    }
+
+    deinit {
+        var stopped = false
+        publication.stop { stopped = true }
+        loop.run(until: { stopped }, limit: .seconds(3))
+        subscriber.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    enum FixtureError: Error { case configurationRejected }
+}
+
+@Suite(.serialized) struct PublicationTests {
+    /// Found by an independent review: a Pi has no clock of its own, so readings made before NTP
+    /// set the time carried a wrong `time` that nothing told apart. They now say
+    /// `"time_synced":false`, the log says why, and an event marks when the clock is set.
+    @Test func readingsBeforeTheClockIsSetSaySo() throws {
+        final class Clock: @unchecked Sendable { var synced = false }
+        let clock = Clock()
+        let f = try PublicationFixture(client: "clock", clock: { clock.synced })
+        f.publication.start()
+        #expect(f.loop.run(until: { f.publication.publisher.isConnected }, limit: .seconds(5)))
+        f.publish(1)
+        #expect(f.loop.run(until: { f.subscriber.lines.count >= 1 }, limit: .seconds(5)))
+        #expect(f.subscriber.lines.first?.payload.contains(#""time_synced":false,"seq":0"#) == true, "\(f.subscriber.lines)")
+        #expect(f.logs.lines.contains { $0.hasPrefix("<4>clock: the system clock is not synchronised") }, "\(f.logs.lines)")
+        clock.synced = true
+        #expect(f.loop.run(until: { f.publication.clockSynced }, limit: .seconds(30)), "checked again within 10 s")
+        f.publish(1)
+        #expect(f.loop.run(until: { f.subscriber.lines.count >= 2 }, limit: .seconds(5)))
+        #expect(f.subscriber.lines.last?.payload.contains("time_synced") == false, "\(f.subscriber.lines)")
+        #expect(f.logs.lines.contains { $0.contains("clock: the system clock is synchronised") })
+    }
+
+    @Test func whetherTheClockIsSynchronisedIsReadFromTimesyncd() throws {
+        let directory = try makeTemporaryDirectory("timesync")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(ClockSync.state(timesyncDirectory: directory.path) == false, "timesyncd runs, has not synchronised")
+        FileManager.default.createFile(atPath: directory.appendingPathComponent("synchronized").path, contents: nil)
+        #expect(ClockSync.state(timesyncDirectory: directory.path) == true)
+        // Without timesyncd the daemon cannot tell (the sandbox refuses adjtimex): it trusts the clock.
+        #expect(ClockSync.state(timesyncDirectory: directory.path + "/none") == nil)
+    }
+
+    /// Found by the throughput benchmark: a replay that stopped at a full in-flight window was
+    /// only resumed by the next new reading, so once readings stopped (a tag gone, the load
+    /// over) the spool stayed undelivered indefinitely. Here nothing new arrives after the
+    /// connection: the whole spool must still drain through a window of 2.
+    @Test func aReplayStoppedByAFullWindowResumesWithoutNewReadings() throws {
+        let f = try PublicationFixture(client: "replay", mqtt: "max_inflight = 2", model: .cc2650)
+        // Not connected yet: every reading goes to the spool.
+        f.publish(200)
+        #expect(f.publication.spool.count == 200)
+
+        f.publication.start()
+        #expect(f.loop.run(until: { f.publication.spool.isEmpty }, limit: .seconds(10)),
+                "\(f.publication.spool.count) messages still spooled")
+        #expect(sequences(f.received(200))["t/humidity"] == Array(0..<200))
+    }
+
+    /// Found by an independent review: with a 240-character tag name, movement readings did not
+    /// fit the publication's fixed 2048-byte payload buffer and were dropped without a word.
+    @Test func aLongTagNameStillCarriesEveryReading() throws {
+        let name = String(repeating: "k", count: 64)  // the longest the configuration takes
+        let f = try PublicationFixture(client: "long", model: .cc2650, tag: name, sensor: .movement,
+                                       payload: [0x80, 0x00, 0x00, 0xFF, 0x00, 0x00, 0x00, 0x20, 0x00,
+                                                 0xF0, 0x00, 0x40, 0x64, 0x00, 0x38, 0xFF, 0x2C, 0x01])
+        f.publication.start()
+        #expect(f.loop.run(until: { f.publication.publisher.isConnected }, limit: .seconds(5)))
+        f.publish(3)
+        #expect(f.publication.rejected == 0)
+        #expect(f.loop.run(until: { f.publication.spool.isEmpty && f.publication.publisher.inFlight == 0 }, limit: .seconds(5)))
+        #expect(sequences(f.received(3))["\(name)/movement"] == [0, 1, 2])
+    }
+
+    /// A spool error is said with one "spool: " before it (the review saw "spool: spool: … is
+    /// closed"): the spool's own messages and the outbox's say it themselves.
+    @Test func aSpoolErrorIsSaidOnce() throws {
+        let f = try PublicationFixture(client: "closed")
+        try f.publication.spool.close()
+        f.publish(1)  // not connected: to the spool, which is closed
+        let spoolLines = f.logs.lines.filter { $0.contains("spool") }
+        #expect(spoolLines.contains { $0.hasPrefix("<3>spool: ") && $0.contains("is closed") }, "\(f.logs.lines)")
+        #expect(!f.logs.lines.contains { $0.contains("spool: spool:") }, "\(f.logs.lines)")
+    }
+
+    /// Found by an independent review: a damaged segment and a torn tail lost readings, and the
+    /// only log line was the count of messages waiting. What the spool repaired is said at once.
+    @Test func aRepairedSpoolIsLogged() throws {
+        let f = try PublicationFixture(client: "repair", spool: { path in
+            let spool = try Spool(directory: path, maxBytes: 1 << 20, segmentBytes: 64 << 10)
+            for i in 0..<5 { _ = try [UInt8](repeating: UInt8(i), count: 40).withUnsafeBytes { try spool.append(topic: "collectord/t/humidity", payload: $0, qos: 1) } }
+            try spool.close()
+            // A torn tail: the last record loses its last bytes, as after a power cut mid-write.
+            let segment = try FileManager.default.contentsOfDirectory(atPath: path).first { $0.hasSuffix(".spool") }!
+            let url = URL(fileURLWithPath: path).appendingPathComponent(segment)
+            let bytes = try Data(contentsOf: url)
+            try bytes.dropLast(7).write(to: url)
+        })
+        #expect(f.publication.spool.recovery.truncatedBytes > 0)
+        let repaired = f.logs.lines.filter { $0.contains("spool: repaired") }
+        #expect(repaired.count == 1 && repaired[0].hasPrefix("<4>"), "\(f.logs.lines)")
+        #expect(repaired.first?.contains("cut a torn tail") == true, "\(repaired)")
+    }
+
+    /// Found by an independent review: on a full disk every append failed and each failure was
+    /// a log line (110 identical lines in 10 s). A spool that refuses every append (here closed)
+    /// takes the same path: every failure is counted, one line a minute is logged.
+    @Test func aSpoolThatFailsEveryAppendLogsOnceAMinute() throws {
+        let f = try PublicationFixture(client: "flood")
+        try f.publication.spool.close()
+        f.publish(100)
+        #expect(f.publication.outbox.spoolErrors == 100)
+        let lines = f.logs.lines.filter { $0.contains("spool:") }
+        #expect(lines.count == 1, "\(lines.count) lines: \(lines.prefix(3))")
+    }
+
+    /// Found by an independent review: on a full disk (a 128 KB tmpfs) the new readings were lost,
+    /// the old kept, and every loss was a log line. Now the oldest make room, with one line.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func aFullDiskKeepsTheNewestAndSaysSoOnce() throws {
+        var unmount: () -> Void = {}
+        let f = try PublicationFixture(client: "full", spoolSettings: "max_mb = 1", spool: { path in
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            unmount = try mountSmallFileSystem(at: path)
+        })
+        defer { unmount() }
+        f.publish(3000)  // about 750 KB of readings into 256 KiB, with no broker
+        let spool = f.publication.spool
+        #expect(spool.droppedForSpace > 0)
+        #expect(f.publication.outbox.spoolErrors == 0)
+        #expect(UInt64(spool.count) + spool.dropped == 3000)
+        let lines = f.logs.lines.filter { $0.contains("spool:") }
+        #expect(lines.count == 1 && lines.first?.contains("the disk is full") == true, "\(lines.prefix(3))")
+    }
+
+    /// Sequence numbers are kept without a write per reading: one reservation for the first
+    /// reading, none for the next 499, the exact numbers at a clean stop.
+    @Test func sequenceNumbersAreReservedOnceAndSavedAtAStop() throws {
+        let f = try PublicationFixture(client: "sequences")
+        let file = f.directory.path + "/spool/sequences"
+        f.publish(1)
+        let reserved = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(reserved.hasPrefix("collectord-sequences 1 running\n") && reserved.contains("\nt humidity 36000\n"), "\(reserved)")
+        #expect(reserved.contains("\nt movement 36000\n"), "every sensor of the tag reserved at once")
+        let written = try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date
+        f.publish(499)
+        #expect(try FileManager.default.attributesOfItem(atPath: file)[.modificationDate] as? Date == written, "no write per reading")
+        var stopped = false
+        f.publication.stop { stopped = true }
+        #expect(f.loop.run(until: { stopped }, limit: .seconds(5)))
+        let saved = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(saved.hasPrefix("collectord-sequences 1 clean\n") && saved.contains("\nt humidity 500\n") && saved.contains("\nt movement 0\n"), "\(saved)")
+    }
+
+    /// Found while benchmarking: a tag configured without a model published `"model":"cc2650"`
+    /// even after it identified itself as a CC2541.
+    @Test func readingsCarryTheModelTheTagIdentifiedAs() throws {
+        let f = try PublicationFixture(client: "model")
+        f.publication.start()
+        #expect(f.loop.run(until: { f.publication.publisher.isConnected }, limit: .seconds(5)))
+        f.publication.identified("t", model: .cc2541, firmware: "1.5")
+        f.publish(2)
+        #expect(f.loop.run(until: { f.publication.spool.isEmpty && f.publication.publisher.inFlight == 0 }, limit: .seconds(5)))
+        let lines = f.received(2)
+        #expect(lines.compactMap(Published.init).map(\.seq) == [0, 1])
+        #expect(lines.allSatisfy { $0.payload.contains(#""model":"cc2541""#) }, "\(lines)")
+    }
+}
