@@ -256,7 +256,7 @@ public final class PublishRig {
             if s.delivered - deliveredBefore != UInt64(sent) { out.append("\(s.delivered - deliveredBefore) of \(sent) acknowledged") }
             if !publication.spool.isEmpty { out.append("\(publication.spool.count) messages spooled") }
             if !publication.publisher.isConnected { out.append("publisher \(publication.publisher.state)") }
-        case .spool:
+        case .deferred:
             // Appended, not still held: past maxBytes (64 MiB) the spool drops its oldest
             // segments, as designed, and counts them in `dropped`.
             let appended = publication.spool.nextSequence - appendedBefore
