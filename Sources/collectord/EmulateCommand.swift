@@ -18,7 +18,7 @@ struct Emulate: Command {
     static let adapter = Option("adapter", default: "hci1", valueName: "hciN", help: "Adapter to advertise and accept connections on.")
     static let firmware = Option<String?>("firmware", valueName: "revision", help: "Firmware revision string to report (default: the model's usual one).")
     static let seed = Option<UInt64>("seed", default: 1, valueName: "n", help: "Seed for the simulated environment, so two tags differ.")
-    // For the benchmarks and the soak (scripts/bench), not for users: hidden from --help.
+    // For the benchmarks and the soak (Benchmarks/process), not for users: hidden from --help.
     static let socketDir = Option<String?>("socket-dir", valueName: "directory", hidden: true, help: "Serve tags on AF_UNIX sockets in this directory instead of an adapter.")
     static let tags = Option("tags", default: 1, valueName: "n", hidden: true, help: "With --socket-dir: how many tags, at consecutive addresses.")
     static let firstAddress = Option("first-address", default: "B0:B4:48:00:00:01", valueName: "address", hidden: true, help: "With --socket-dir: the first tag's address.")

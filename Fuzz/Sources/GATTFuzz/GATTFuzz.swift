@@ -31,6 +31,13 @@
 // disconnect, a connection or advertisement outcome, or a supervisor command. The count is
 // printed at exit.
 
+@testable import Profiles
+@testable import LinuxSystem
+@testable import SharedTypes
+@testable import Reactor
+@testable import Acquisition
+@testable import SensorTagEmulator
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,3 +1,5 @@
+@testable import Profiles
+
 private let profiles: [SensorProfile] = Model.allCases.flatMap { SensorProfile.all(for: $0) }
 private let calibration = CC2541.Barometer.Calibration(c1: 45697, c2: 25592, c3: 48894, c4: 36174,
                                                        c5: 7001, c6: 1990, c7: -2369, c8: 5542)

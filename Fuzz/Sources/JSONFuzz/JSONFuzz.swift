@@ -16,6 +16,10 @@
 // valid ISO 8601 UTC instant equal to the input, clamped to 0000-01-01T00:00:00.000Z …
 // 9999-12-31T23:59:59.999Z.
 
+@testable import Profiles
+@testable import SharedTypes
+@testable import Payloads
+
 // MARK: - Entry
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -17,6 +17,10 @@
 // naming anything under /dev, /proc, /sys or /run only go through the TOML checks, so a fuzzed
 // path cannot block on a terminal or a FIFO.
 
+@testable import Profiles
+@testable import SharedTypes
+@testable import Configuration
+
 private let configurationPath = "Tests/ConfigurationTests/Corpus/fuzz.conf"
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,3 +1,6 @@
+@testable import Profiles
+@testable import Acquisition
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzATT(_ data: UnsafePointer<UInt8>, _ size: Int) -> Int32 {
     let span = RawSpan(_unsafeBytes: UnsafeRawBufferPointer(start: data, count: size))
