@@ -4,7 +4,7 @@
               real mosquitto and a sequence-checking subscriber: readings/s, loss, the daemon's CPU
               seconds per reading (so readings/s per core), its RSS.
   compare     the same workload through collectord and through the Python reference pipeline
-              (scripts/bench/reference_pipeline.py: struct, json.dumps, paho-mqtt), one after the
+              (reference_pipeline.py: struct, json.dumps, paho-mqtt), one after the
               other: readings/s and CPU seconds per reading, and their ratios.
   idle        the daemon connected to its broker with no tags, then with 8 tags at their 1 s
               periods: wakeups (voluntary context switches)/s against readings/s, CPU %, RSS, FDs.

@@ -2,10 +2,10 @@
 tags in their own process (`collectord emulate --socket-dir`), the daemon (`collectord run
 --tag-sockets`), a subscriber that checks every reading's sequence number, and /proc sampling.
 
-Used by scripts/bench/measure.py (throughput, idle, start-up, reconnect, side by side) and
-scripts/bench/soak.py (endurance: also RunSubscriber, which accounts per daemon incarnation, and
-EmulatorLinks, which follows the emulated tags' links). Standard library plus paho-mqtt
-(scripts/bench/requirements.txt).
+Used by the scripts beside it: measure.py (throughput, idle, start-up, reconnect, side by side),
+durability.py (disk writes, bounded memory) and soak.py (endurance: also RunSubscriber, which
+accounts per daemon incarnation, and EmulatorLinks, which follows the emulated tags' links).
+Standard library plus paho-mqtt (requirements.txt).
 """
 
 import atexit
@@ -44,7 +44,7 @@ def address(first, n):
 
 class Workdir:
     """A scratch directory with a short path (AF_UNIX paths stop at 107 bytes), under /tmp or
-    $COLLECTORD_BENCH_TMP (scripts/bench/smoke.py's own directory, removed when every mode passed)."""
+    $COLLECTORD_BENCH_TMP (smoke.py's own directory, removed when every mode passed)."""
 
     def __init__(self, prefix="cd-bench."):
         self.path = tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("COLLECTORD_BENCH_TMP", "/tmp"))

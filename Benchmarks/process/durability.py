@@ -69,7 +69,7 @@ _spools = []
 
 @atexit.register
 def _remove_spools():
-    """A run stopped half-way (an exception, SIGTERM from scripts/bench/smoke.py's time limit)
+    """A run stopped half-way (an exception, SIGTERM from smoke.py's time limit)
     leaves no spool behind: its processes first, then the directories."""
     bl._kill_leftovers()
     for path in _spools:
