@@ -26,6 +26,20 @@ import paho.mqtt.client as mqtt
 
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
+# The cc2650 sensors with a period (temperature, humidity, barometer, light, movement): the
+# reading topics an emulated tag streams.
+PERIODIC = 5
+
+
+def wait_for(condition, timeout, step=0.05):
+    """Asks condition() every `step` seconds until it holds: True, or False when it still does
+    not after `timeout` seconds (asked once more then)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return bool(condition())
 
 
 def free_port():
@@ -408,6 +422,15 @@ def topic_kind(topic):
     return None
 
 
+def wait_streaming(sub, topics, limit=30):
+    """Until `topics` reading topics have had a reading at the Subscriber `sub`: False when they
+    have not within `limit` seconds."""
+    def enough():
+        with sub.lock:
+            return len(sub.first_reading_per_topic) >= topics
+    return wait_for(enough, limit, step=0.01)
+
+
 def reading_key(topic):
     """"<tag> <sensor>" of a reading's topic, as the sequences file keys it."""
     return " ".join(topic.split("/")[2:4])
@@ -611,8 +634,13 @@ class SeqRanges:
     @staticmethod
     def union(parts):
         """The intervals of several sets together (merged where they touch or overlap)."""
+        return SeqRanges.merge(iv for p in parts for iv in p.intervals())
+
+    @staticmethod
+    def merge(intervals):
+        """(lo, hi) intervals as sorted disjoint [lo, hi] lists, merged where they touch or overlap."""
         out = []
-        for lo, hi in sorted(iv for p in parts for iv in p.intervals()):
+        for lo, hi in sorted(intervals):
             if out and lo <= out[-1][1] + 1:
                 out[-1][1] = max(out[-1][1], hi)
             else:

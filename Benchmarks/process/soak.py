@@ -84,16 +84,6 @@ def read_sequences(path):
     return head[2], values
 
 
-def wait_for(condition, timeout, step=0.05):
-    """Seconds until condition() held, or None after `timeout`."""
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if condition():
-            return time.monotonic() - start
-        time.sleep(step)
-    return None
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--binary", required=True)
@@ -190,7 +180,7 @@ def main():
         if kind == "kill" and not outage:
             # Kill while readings flow: every streaming tag's readings of the last second delivered.
             current = len(incarnations) - 1
-            if wait_for(lambda: sub.flowing(current, streaming_tags, time.time() - 1), 60) is None:
+            if not bl.wait_for(lambda: sub.flowing(current, streaming_tags, time.time() - 1), 60):
                 failures.append(f"readings were not flowing before the kill at {event['at_s']} s")
         if outage:
             broker.stop()
@@ -201,12 +191,11 @@ def main():
         new = begin()
         if outage:
             # The new incarnation streams into its spool before the broker comes back.
-            if wait_for(lambda: all(links.connected_since(addresses[t], new["start_wall"]) for t in streaming_tags), 60) is None:
+            if not bl.wait_for(lambda: all(links.connected_since(addresses[t], new["start_wall"]) for t in streaming_tags), 60):
                 failures.append(f"the tags did not reconnect within 60 s after the {kind} at {event['at_s']} s")
             broker.start()
             outages[-1][1] = round(time.time() - wall0, 2)
-        resumed = wait_for(lambda: sub.flowing(new["index"], streaming_tags, new["start_wall"]), 120)
-        if resumed is None:
+        if not bl.wait_for(lambda: sub.flowing(new["index"], streaming_tags, new["start_wall"]), 120):
             failures.append(f"readings did not flow again within 120 s after the {kind} at {event['at_s']} s")
         event["readings_again_after_s"] = round(time.monotonic() - t0, 2)
         faults.append(event)
@@ -292,7 +281,7 @@ def main():
         return stats.get("spool", {}).get("pending") == 0 and stats.get("readings") == numbered == delivered
 
     if last["proc"].alive():
-        wait_for(drained, 150, step=1)
+        bl.wait_for(drained, 150, step=1)
         finish("term")
     sub.wait_quiet(quiet=1)
     stats = sub.stats_by_incarnation.get(last["index"]) or {}
@@ -335,12 +324,7 @@ def main():
         for r, (begins, parts, members) in enumerate(runs):
             if not parts:
                 continue
-            merged = []
-            for iv in sorted(x for p in parts for x in p):
-                if merged and iv[0] <= merged[-1][1] + 1:
-                    merged[-1][1] = max(merged[-1][1], iv[1])
-                else:
-                    merged.append(list(iv))
+            merged = bl.SeqRanges.merge(x for p in parts for x in p)
             if begins is None:
                 begins = merged[0][0]
             top = merged[-1][1]
