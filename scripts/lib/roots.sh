@@ -1,4 +1,6 @@
-# Cached Debian roots, sourced by scripts/debian-swift, scripts/build-deb and scripts/test-deb.
+# Cached Debian roots, sourced from the top of the clone by scripts/debian-swift,
+# scripts/build-deb, packaging/qa/test-deb (scripts/test-deb) and Tests/homeassistant/run
+# (scripts/ha-check).
 #
 # Three kinds of root, all under $COLLECTORD_CACHE (default ~/.cache/collectord), outside any
 # clone, so a second run on a machine only unpacks or reuses them:
@@ -199,5 +201,5 @@ roots_arm64_cross() {
     binutils-aarch64-linux-gnu dpkg-dev debhelper scdoc pkg-config file
 }
 
-# Scripts that run steps in child shells (scripts/test-deb) need these there too.
+# Scripts that run steps in child shells (packaging/qa/test-deb) need these there too.
 export -f $(declare -F | awk '$3 ~ /^roots_/ {print $3}')

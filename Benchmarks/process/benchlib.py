@@ -2,10 +2,10 @@
 tags in their own process (`collectord emulate --socket-dir`), the daemon (`collectord run
 --tag-sockets`), a subscriber that checks every reading's sequence number, and /proc sampling.
 
-Used by scripts/bench/measure.py (throughput, idle, start-up, reconnect, side by side) and
-scripts/bench/soak.py (endurance: also RunSubscriber, which accounts per daemon incarnation, and
-EmulatorLinks, which follows the emulated tags' links). Standard library plus paho-mqtt
-(scripts/bench/requirements.txt).
+Used by the scripts beside it: measure.py (throughput, idle, start-up, reconnect, side by side),
+durability.py (disk writes, bounded memory) and soak.py (endurance: also RunSubscriber, which
+accounts per daemon incarnation, and EmulatorLinks, which follows the emulated tags' links).
+Standard library plus paho-mqtt (requirements.txt).
 """
 
 import atexit
@@ -26,6 +26,20 @@ import paho.mqtt.client as mqtt
 
 CLOCK_TICK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
+# The cc2650 sensors with a period (temperature, humidity, barometer, light, movement): the
+# reading topics an emulated tag streams.
+PERIODIC = 5
+
+
+def wait_for(condition, timeout, step=0.05):
+    """Asks condition() every `step` seconds until it holds: True, or False when it still does
+    not after `timeout` seconds (asked once more then)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return bool(condition())
 
 
 def free_port():
@@ -44,7 +58,7 @@ def address(first, n):
 
 class Workdir:
     """A scratch directory with a short path (AF_UNIX paths stop at 107 bytes), under /tmp or
-    $COLLECTORD_BENCH_TMP (scripts/bench/smoke.py's own directory, removed when every mode passed)."""
+    $COLLECTORD_BENCH_TMP (smoke.py's own directory, removed when every mode passed)."""
 
     def __init__(self, prefix="cd-bench."):
         self.path = tempfile.mkdtemp(prefix=prefix, dir=os.environ.get("COLLECTORD_BENCH_TMP", "/tmp"))
@@ -408,6 +422,15 @@ def topic_kind(topic):
     return None
 
 
+def wait_streaming(sub, topics, limit=30):
+    """Until `topics` reading topics have had a reading at the Subscriber `sub`: False when they
+    have not within `limit` seconds."""
+    def enough():
+        with sub.lock:
+            return len(sub.first_reading_per_topic) >= topics
+    return wait_for(enough, limit, step=0.01)
+
+
 def reading_key(topic):
     """"<tag> <sensor>" of a reading's topic, as the sequences file keys it."""
     return " ".join(topic.split("/")[2:4])
@@ -611,8 +634,13 @@ class SeqRanges:
     @staticmethod
     def union(parts):
         """The intervals of several sets together (merged where they touch or overlap)."""
+        return SeqRanges.merge(iv for p in parts for iv in p.intervals())
+
+    @staticmethod
+    def merge(intervals):
+        """(lo, hi) intervals as sorted disjoint [lo, hi] lists, merged where they touch or overlap."""
         out = []
-        for lo, hi in sorted(iv for p in parts for iv in p.intervals()):
+        for lo, hi in sorted(intervals):
             if out and lo <= out[-1][1] + 1:
                 out[-1][1] = max(out[-1][1], hi)
             else:

@@ -1,6 +1,7 @@
-# Step 6 of scripts/test-deb (sourced there; uses its step, check and variables): the package
-# of $arch installed the way a Raspberry Pi owner gets it, on Debian 13 (trixie, what current
-# Raspberry Pi OS is based on), in a clean root of that architecture (arm64 runs under QEMU):
+# Step 6 of packaging/qa/test-deb (scripts/test-deb; sourced there, uses its step, check and
+# variables): the package of $arch installed the way a Raspberry Pi owner gets it, on Debian 13
+# (trixie, what current Raspberry Pi OS is based on), in a clean root of that architecture (arm64
+# runs under QEMU):
 #   - a signed apt repository made by scripts/build-repo, served over HTTP on the loopback;
 #   - added with /etc/apt/keyrings + a deb822 .sources file with Signed-By; apt install;
 #   - check-config on the shipped file; `collectord decode` on the test vectors;
@@ -117,9 +118,9 @@ export -f rcheck_config
 step "Debian 13 $arch: collectord check-config on the shipped /etc/collectord.conf" 120 rcheck_config
 
 rdecode() {
-  python3 scripts/lib/check-output.py decode-script Tests/vectors/decode.txt > "$rroot/tmp/decode.sh" || return 1
+  python3 packaging/qa/check-output.py decode-script Tests/vectors/decode.txt > "$rroot/tmp/decode.sh" || return 1
   rin_root --user collectord sh /tmp/decode.sh > "$work/decode-$arch.out" 2>&1
-  python3 scripts/lib/check-output.py decode-check Tests/vectors/decode.txt "$work/decode-$arch.out"
+  python3 packaging/qa/check-output.py decode-check Tests/vectors/decode.txt "$work/decode-$arch.out"
 }
 export -f rdecode
 step "Debian 13 $arch: collectord decode gives the test vectors' values" 300 rdecode
@@ -149,7 +150,7 @@ rstream() {
     [ "$rc" -eq 0 ] && [ "$stopped" -eq 0 ]' sh "$port" | sed 's/^/     /'
   local rc=${PIPESTATUS[0]}
   [ "$rc" -eq 0 ] || { echo "     the last lines of the daemon's log:"; tail -n 20 "$rroot/tmp/stream/daemon.log" | sed 's/^/     /'; return 1; }
-  python3 scripts/lib/check-output.py readings "$rroot/tmp/stream/readings.txt" kitchen=cc2650 garage=cc2541
+  python3 packaging/qa/check-output.py readings "$rroot/tmp/stream/readings.txt" kitchen=cc2650 garage=cc2541
 }
 export -f rstream
 step "Debian 13 $arch: collectord run --emulated-tags publishes the right readings to mosquitto" 600 rstream

@@ -4,7 +4,7 @@
               real mosquitto and a sequence-checking subscriber: readings/s, loss, the daemon's CPU
               seconds per reading (so readings/s per core), its RSS.
   compare     the same workload through collectord and through the Python reference pipeline
-              (scripts/bench/reference_pipeline.py: struct, json.dumps, paho-mqtt), one after the
+              (reference_pipeline.py: struct, json.dumps, paho-mqtt), one after the
               other: readings/s and CPU seconds per reading, and their ratios.
   idle        the daemon connected to its broker with no tags, then with 8 tags at their 1 s
               periods: wakeups (voluntary context switches)/s against readings/s, CPU %, RSS, FDs.
@@ -27,19 +27,6 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 import benchlib as bl  # noqa: E402
-
-PERIODIC = 5  # cc2650 sensors with a period: temperature, humidity, barometer, light, movement
-
-
-def wait_streaming(sub, topics, limit=30):
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        with sub.lock:
-            if len(sub.first_reading_per_topic) >= topics:
-                return True
-        time.sleep(0.01)
-    return False
-
 
 def machine_busy_s():
     """CPU seconds the whole machine has been busy (every core; /proc/stat less idle and iowait)."""
@@ -64,15 +51,14 @@ def own_cpu_s():
 def wait_connected(port, limit=30):
     """Until a client holds an established TCP connection to 127.0.0.1:port (from /proc/net/tcp:
     remote port `port`, state 01)."""
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
+    def connected():
         with open("/proc/net/tcp") as f:
             for line in f.readlines()[1:]:
                 fields = line.split()
                 if fields[3] == "01" and int(fields[2].rsplit(":", 1)[1], 16) == port:
                     return True
-        time.sleep(0.05)
-    return False
+        return False
+    return bl.wait_for(connected, limit)
 
 
 class Rig:
@@ -134,12 +120,12 @@ def throughput(args):
     rows = []
     for interval in args.intervals:
         rig = Rig(args.binary, args.tags, interval)
-        if not wait_streaming(rig.sub, args.tags * PERIODIC):
+        if not bl.wait_streaming(rig.sub, args.tags * bl.PERIODIC):
             raise SystemExit(f"throughput: not every sensor streamed at {interval} µs; see {rig.work.path}")
         time.sleep(1)
         r = rig.steady(args.seconds)
         account = rig.finish()
-        offered = args.tags * PERIODIC * 1e6 / interval
+        offered = args.tags * bl.PERIODIC * 1e6 / interval
         stats = account["stats"] or {}
         r.update(interval_us=interval, offered_per_s=offered, lost=account["expected"] - account["unique"],
                  duplicates=account["duplicates"], delivered=account["unique"], work=rig.work.path,
@@ -161,10 +147,10 @@ def compare(args):
 
 def compare_at(args, interval):
     out = {}
-    print(f"  interval {interval} µs ({args.tags * PERIODIC * 1e6 / interval:.0f} readings/s offered):", file=sys.stderr)
+    print(f"  interval {interval} µs ({args.tags * bl.PERIODIC * 1e6 / interval:.0f} readings/s offered):", file=sys.stderr)
     for pipeline in ("collectord", "reference"):
         rig = Rig(args.binary, args.tags, interval, pipeline=pipeline)
-        if not wait_streaming(rig.sub, args.tags * PERIODIC, limit=90):
+        if not bl.wait_streaming(rig.sub, args.tags * bl.PERIODIC, limit=90):
             raise SystemExit(f"compare: {pipeline} did not stream every sensor; see {rig.work.path}")
         time.sleep(1)
         r = rig.steady(args.seconds)
@@ -203,7 +189,7 @@ def idle(args):
           f"RSS {out['no_tags']['rss_kb'] / 1024:.1f} MB", file=sys.stderr)
     # 8 tags at their configured 1 s periods (stats off, so every wakeup is the data's).
     rig = Rig(args.binary, 8, None, stats_interval=0, extra_tag="")
-    if not wait_streaming(rig.sub, 8 * PERIODIC):
+    if not bl.wait_streaming(rig.sub, 8 * bl.PERIODIC):
         raise SystemExit(f"idle: not every sensor streamed; see {rig.work.path}")
     time.sleep(2)
     r = rig.steady(args.seconds)
@@ -252,7 +238,7 @@ def startup(args):
         config = bl.daemon_config(work, broker.port, args.tags)
         t0 = time.monotonic()
         daemon = bl.Daemon(args.binary, work, config, emulators).proc
-        if not wait_streaming(sub, args.tags * PERIODIC):
+        if not bl.wait_streaming(sub, args.tags * bl.PERIODIC):
             raise SystemExit(f"startup: not every sensor streamed; see {work.path}")
         with sub.lock:
             connected = next(t for t, topic, p in sub.events if topic.endswith("/status") and p == "online")
@@ -277,7 +263,7 @@ def startup(args):
 
 def reconnect(args):
     rig = Rig(args.binary, args.tags, args.interval)
-    if not wait_streaming(rig.sub, args.tags * PERIODIC):
+    if not bl.wait_streaming(rig.sub, args.tags * bl.PERIODIC):
         raise SystemExit(f"reconnect: not every sensor streamed; see {rig.work.path}")
 
     # Arrival of every reading, by tag (the subscriber's own books keep only the first per topic).
@@ -300,12 +286,7 @@ def reconnect(args):
         return first
 
     def first_readings_after(t, limit=60):
-        deadline = time.monotonic() + limit
-        while time.monotonic() < deadline:
-            got = back_after(t)
-            if len(got) == args.tags:
-                return got
-            time.sleep(0.01)
+        bl.wait_for(lambda: len(back_after(t)) == args.tags, limit, step=0.01)
         return back_after(t)
 
     out = {"tags": args.tags, "interval_us": args.interval, "drop_all": [], "gone_and_back": []}

@@ -50,7 +50,6 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 import benchlib as bl  # noqa: E402
 
-PERIODIC = 5  # cc2650 sensors with a period
 MB = 1024 * 1024
 STATS = re.compile(rb"stats: (\d+)/(\d+) tags streaming, (\d+) readings, spool (\d+) pending, (\d+) dropped")
 WAITING = re.compile(rb"spool: (\d+) messages waiting from before")
@@ -69,7 +68,7 @@ _spools = []
 
 @atexit.register
 def _remove_spools():
-    """A run stopped half-way (an exception, SIGTERM from scripts/bench/smoke.py's time limit)
+    """A run stopped half-way (an exception, SIGTERM from smoke.py's time limit)
     leaves no spool behind: its processes first, then the directories."""
     bl._kill_leftovers()
     for path in _spools:
@@ -86,15 +85,6 @@ def spool_directory(parent):
     path = tempfile.mkdtemp(prefix="collectord-spool.", dir=parent)
     _spools.append(path)
     return path, kind
-
-
-def wait_for(predicate, limit, step=0.05):
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(step)
-    return predicate()
 
 
 class Watch:
@@ -258,12 +248,10 @@ class Rig:
                            period=0.5 if self.track_tcp else 0.25)
         self.watch.sample("exec")
 
-    def wait_streaming(self, sensors, limit=30):
-        """Until `sensors` topics have had a reading at the subscriber."""
-        def enough():
-            with self.sub.lock:
-                return len(self.sub.first_reading_per_topic) >= sensors
-        if not wait_for(enough, limit):
+    def require_streaming(self, sensors, limit=30):
+        """Until `sensors` topics have had a reading at the subscriber (bl.wait_streaming); exits
+        when they have not within `limit` seconds."""
+        if not bl.wait_streaming(self.sub, sensors, limit):
             raise SystemExit(f"not every sensor streamed; see {self.work.path}")
 
     def stop_daemon(self):
@@ -305,7 +293,7 @@ def disk(args):
     for name in args.scenarios:
         rig = Rig(args, 8, 1_000_000, track_tcp=True)
         out["spool_filesystem"] = rig.fs
-        rig.wait_streaming(8 * PERIODIC)
+        rig.require_streaming(8 * bl.PERIODIC)
         time.sleep(args.settle)
         start = rig.watch.sample("window")
         r = {"startup": {k: start[k] for k in ("write_bytes", "cancelled_write_bytes", "wchar", "sequences_writes",
@@ -328,7 +316,7 @@ def disk(args):
             # The broker back: the replay, until the spool is empty again.
             rig.broker.start()
             a = rig.watch.sample("back")
-            drained = wait_for(lambda: (rig.watch.stats or {}).get("pending", 1) == 0 and rig.watch.stats["at"] > a["t"],
+            drained = bl.wait_for(lambda: (rig.watch.stats or {}).get("pending", 1) == 0 and rig.watch.stats["at"] > a["t"],
                                120, 0.2)
             time.sleep(args.stats_interval + 1)
             r["replay"] = io_window(a, rig.watch.sample("replayed"))
@@ -390,10 +378,10 @@ def settle_and_reset(rig, seconds=None):
     """Past the start-up code release (about 5 s; or `seconds` after start): returns the lifetime
     peak so far and a sample just after resetting VmHWM."""
     if seconds is None:
-        wait_for(lambda: rig.watch.released_at is not None, 15)
+        bl.wait_for(lambda: rig.watch.released_at is not None, 15)
         time.sleep(0.5)
     else:
-        wait_for(lambda: time.monotonic() - rig.daemon.started >= seconds, seconds + 1)
+        bl.wait_for(lambda: time.monotonic() - rig.daemon.started >= seconds, seconds + 1)
     before = rig.watch.sample("before reset")
     rig.watch.reset_peak()
     return before["hwm_kb"], rig.watch.sample("scenario")
@@ -405,7 +393,7 @@ def flood(args):
         rig = Rig(args, 1, args.flood_interval_us, flood_limit=limit, subscriber="mosquitto_sub",
                   extra_tag="[tag.sensors.temperature]\nperiod_ms = 1000\n")
         sent0 = time.monotonic()
-        rig.wait_streaming(1)
+        rig.require_streaming(1)
         lifetime, a = settle_and_reset(rig)
         time.sleep(max(0.0, args.flood_seconds - (time.monotonic() - sent0)))
         b = rig.watch.sample("end")
@@ -428,7 +416,7 @@ def flood(args):
 def stalled(args):
     rig = Rig(args, 8, args.stalled_interval_us, spool_max_mb=args.stalled_max_mb, flood_limit=0,
               subscriber="mosquitto_sub")
-    rig.wait_streaming(8 * PERIODIC)
+    rig.require_streaming(8 * bl.PERIODIC)
     lifetime, a = settle_and_reset(rig)
     rig.broker_signal(signal.SIGSTOP)
     time.sleep(args.stalled_seconds)
@@ -474,7 +462,7 @@ def replay(args):
     rig.start_daemon()
     t0 = rig.daemon.started
     lifetime, a = settle_and_reset(rig, 1.0)
-    drained = wait_for(lambda: (rig.watch.stats or {}).get("pending", 1) == 0, args.replay_limit, 0.5)
+    drained = bl.wait_for(lambda: (rig.watch.stats or {}).get("pending", 1) == 0, args.replay_limit, 0.5)
     b = rig.watch.sample("replayed")
     m = memory_summary(rig.watch, a, b, lifetime)
     # I/O from exec: opening the spool reads (checks) every segment before connecting.
@@ -518,9 +506,9 @@ def files(args):
             plant("big-file.bin", scaled(200 * MB), "zeros")
             os.sync()
         rig = Rig(args, 8, 1_000_000, subscriber="paho", spool=spool)
-        rig.wait_streaming(8 * PERIODIC)
+        rig.require_streaming(8 * bl.PERIODIC)
         lifetime, a = settle_and_reset(rig, 1.0)
-        wait_for(lambda: time.monotonic() - rig.daemon.started >= args.files_seconds, args.files_seconds + 1)
+        bl.wait_for(lambda: time.monotonic() - rig.daemon.started >= args.files_seconds, args.files_seconds + 1)
         b = rig.watch.sample("end")
         m = memory_summary(rig.watch, rig.watch.samples[0], b, lifetime)
         m["hwm_scenario_kb"] = m["hwm_lifetime_kb"]

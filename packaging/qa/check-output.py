@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Checks what an installed collectord prints and publishes, for scripts/test-deb.
+"""Checks what an installed collectord prints and publishes, for packaging/qa/test-deb
+(scripts/test-deb).
 
 The binary under test may be of another architecture and only run inside its Debian root, so
 this script never runs it: it writes the commands to run there, then reads what they printed.

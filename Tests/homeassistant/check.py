@@ -1,6 +1,6 @@
-"""Home Assistant's side of scripts/ha-check, run with Home Assistant's own Python (its venv has
-aiohttp). One phase per call, so that the shell script can act on the daemon and the emulated
-tags in between:
+"""Home Assistant's side of scripts/ha-check (Tests/homeassistant/run), run with Home Assistant's
+own Python (its venv has aiohttp). One phase per call, so that the shell script can act on the
+daemon and the emulated tags in between:
 
   check.py setup URL BROKER_PORT STATE_DIR        onboard, keep a token, add the MQTT integration
   check.py devices URL STATE_DIR TAG=MODEL:ADDRESS...   every tag one device, its entities as expected

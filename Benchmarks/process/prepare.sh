@@ -1,7 +1,8 @@
-# Sourced by scripts/measure and scripts/soak: the apt packages, the Python environment
-# (~/.cache/collectord/venv with paho-mqtt from PyPI, for the subscriber and the reference
-# pipeline) and the binary the Debian package ships (release, static standard library, stripped),
-# built into .build-static/. Sets $python and $binary.
+# Sourced from the top of the clone by Benchmarks/process/measure.sh (scripts/measure) and by
+# scripts/soak: the apt packages, the Python environment (~/.cache/collectord/venv with paho-mqtt
+# from PyPI, for the subscriber and the reference pipeline) and the binary the Debian package
+# ships (release, static standard library, stripped), built into .build-static/. Sets $python
+# and $binary.
 scripts/install-deps
 if ! python3 -c "import venv, ensurepip" 2>/dev/null; then
   as_root=(); [ "$(id -u)" -eq 0 ] || as_root=(sudo)
@@ -11,7 +12,7 @@ fi
 venv=${XDG_CACHE_HOME:-${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}/.cache}/collectord/venv
 if ! "$venv/bin/python" -c "import paho.mqtt" 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q -r scripts/bench/requirements.txt
+  "$venv/bin/pip" install -q -r Benchmarks/process/requirements.txt
 fi
 python=$venv/bin/python
 scratch=$PWD/.build-static
