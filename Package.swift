@@ -16,9 +16,11 @@ import PackageDescription
 //   Payloads      what is published: JSON writer, reading encoder, time, topics, control
 //                 payloads, Home Assistant discovery
 //   Relay         from a tag's decoded readings to the broker: per-tag sinks, the outbox (send or
-//                 spool, replay in order), availability, sequence numbers, withdrawals
+//                 spool, replay in order), availability, sequence numbers, withdrawals, Home
+//                 Assistant announcements; told its settings as plain values, not the config file
 //   CMosquitto    libmosquitto, seen through pkg-config
-//   collectord    the executable that wires them together
+//   collectord    the executable that wires them together: the configuration mapped onto the
+//                 relay's settings, the wall clock watched for it
 let package = Package(
     name: "collectord",
     platforms: [.macOS(.v15)],
@@ -91,7 +93,7 @@ let package = Package(
         ),
         .target(
             name: "Relay",
-            dependencies: ["Profiles", "LinuxSystem", "SharedTypes", "Reactor", "Configuration", "Spooling", "MQTTClient", "Payloads"]
+            dependencies: ["Profiles", "LinuxSystem", "SharedTypes", "Reactor", "Spooling", "MQTTClient", "Payloads"]
         ),
         .executableTarget(
             name: "collectord",
@@ -145,13 +147,15 @@ let package = Package(
             name: "PayloadsTests",
             dependencies: ["Payloads", "Profiles", "LinuxSystem", "SharedTypes", "Relay", "TestSupport", "TestRandom"]
         ),
+        // RelayTests reach the executable for the one mapping from the configuration file to
+        // the relay's settings (RelaySettings.swift): what `run` starts with is what they test.
         .testTarget(
             name: "RelayTests",
-            dependencies: ["Relay", "Configuration", "Payloads", "Spooling", "MQTTClient", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestSupport", "TestRandom"]
+            dependencies: ["Relay", "collectord", "Configuration", "Payloads", "Spooling", "MQTTClient", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestSupport", "TestRandom"]
         ),
         .testTarget(
             name: "CollectordTests",
-            dependencies: ["collectord", "Profiles", "Payloads", "TestSupport", "ChildProcesses", "TestRandom"]
+            dependencies: ["collectord", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "Payloads", "TestSupport", "ChildProcesses", "TestRandom"]
         ),
         // Child processes with a clean signal state, tools and free ports; Foundation-free, so
         // the benchmark's probe shares it.

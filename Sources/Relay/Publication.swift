@@ -1,11 +1,6 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Profiles
-import LinuxSystem
 import SharedTypes
 import Reactor
-import Configuration
 import Spooling
 import MQTTClient
 import Payloads
@@ -14,17 +9,19 @@ import Payloads
 /// availability, connection events, statistics and Home Assistant discovery. It decides what is
 /// spooled: readings and events wait on disk while the broker is away and are replayed in order
 /// before anything newer; retained state (status, availability, discovery) is simply published
-/// again, current, on every connection.
+/// again, current, on every connection. What it is told comes in `PublicationSettings`; what
+/// Home Assistant is told of each tag is decided by its `DiscoveryAnnouncer`.
 public final class Publication: MQTTPublisherDelegate {
     public let publisher: MQTTPublisher
     /// Readings and events: straight out, or spooled and replayed in order.
     public let outbox: Outbox
     public var spool: Spool { outbox.spool }
     public let topics: Topics
-    /// What every reading's message looks like (`[mqtt] payload`, `round_to_resolution`).
+    /// What every reading's message looks like, and whether its values are rounded.
     public let payloadFormat: PayloadFormat
     public let roundsValues: Bool
-    private let discovery: HomeAssistantDiscovery?
+    /// Home Assistant discovery, when it is on.
+    private let announcer: DiscoveryAnnouncer?
     /// Every tag's readings are encoded here, one at a time, and handed on before the next. It
     /// holds the largest payload any tag added so far can produce (a long tag name makes every
     /// payload of that tag longer), so a reading that does not fit is a bug, counted and logged.
@@ -36,16 +33,11 @@ public final class Publication: MQTTPublisherDelegate {
     fileprivate let sequences: SequenceStore
     /// Whether the numbers are this publication's own, so that its stop writes them as clean.
     private let ownsSequences: Bool
-    /// Whether the wall clock is set (NTP): readings made before say `"time_synced":false`.
-    public private(set) var clockSynced = true
-    private let clockState: () -> Bool?
-    private var clockTimer: TimerID?
+    /// Whether the wall clock is set (NTP): readings made while it is not say
+    /// `"time_synced":false`. Told by whoever watches the clock (the daemon); trusted until then.
+    public var clockSynced = true
     /// Removed tags' retained topics still to be emptied on the broker.
     private let withdrawals: Withdrawals
-    /// Where the discovery form announced is kept (spool directory), and the one announced
-    /// before when it was another: each tag's configs of that form are then migrated to this one.
-    private let formFile: String
-    private var previousForm: DiscoveryForm?
     private var withdrawalLog = LogThrottle()
     /// Retained states the in-flight window had no room for: each topic once, in the order first
     /// owed, with its latest payload.
@@ -79,9 +71,6 @@ public final class Publication: MQTTPublisherDelegate {
         /// A generic device's Device Information: who made it, what it is.
         var manufacturer: String?
         var modelName: String?
-        /// The other discovery form's config topics, announced by an earlier run: migrated to
-        /// this form at the tag's first announcement, then emptied.
-        var migration: [String]?
         /// Per configured sensor, its counter in the `SequenceStore`.
         let slots: [Int]
         /// The tag outlives neither its publication nor its place in `tags`.
@@ -130,75 +119,42 @@ public final class Publication: MQTTPublisherDelegate {
     /// `log` takes the publication's log lines (spool errors, libmosquitto's messages), built only
     /// if wanted;
     /// `softwareVersion` is announced in Home Assistant's device registry.
-    /// `clock` tells whether the wall clock is synchronised (`ClockSync.state()`; tests give
-    /// their own).
     /// `sequences`: the daemon's sequence numbers, shared by every publication it makes, so that
     /// a reload replacing this one goes on with the same counters; the daemon writes them as
     /// clean when it stops. Without one the publication keeps its own in the spool directory and
     /// writes them at its stop.
-    public init(configuration c: DaemonConfiguration, loop: EventLoop, softwareVersion: String,
+    public init(settings s: PublicationSettings, loop: EventLoop, softwareVersion: String,
                 sequences shared: SequenceStore? = nil,
-                clock: @escaping () -> Bool? = { ClockSync.state() },
                 log: @escaping (LogLevel, () -> String) -> Void) throws {
         self.log = log
         self.loop = loop
-        clockState = clock
-        topics = try Topics(prefix: c.mqtt.topicPrefix, client: c.mqtt.clientID, layout: c.mqtt.topicLayout)
-        payloadFormat = c.mqtt.payload
-        roundsValues = c.mqtt.roundToResolution
-        publisher = try MQTTPublisher(configuration: Publication.publisherConfiguration(c, topics: topics), loop: loop)
-        let spool = try Spool(directory: c.spool.path, maxBytes: c.spool.maxBytes,
-                              segmentBytes: max(64 << 10, min(1 << 20, c.spool.maxBytes / 16)))
-        outbox = Outbox(publisher: publisher, spool: spool, qos: Int32(c.mqtt.qos.rawValue), retain: c.mqtt.retain, loop: loop)
+        topics = s.topics
+        payloadFormat = s.payloadFormat
+        roundsValues = s.roundsValues
+        publisher = try MQTTPublisher(configuration: s.publisher, loop: loop)
+        let spool = try Spool(directory: s.spoolDirectory, maxBytes: s.spoolMaxBytes,
+                              segmentBytes: max(64 << 10, min(1 << 20, s.spoolMaxBytes / 16)))
+        outbox = Outbox(publisher: publisher, spool: spool, qos: s.qos, retain: s.retain, loop: loop)
         // Every spool message says "spool: …" itself (SpoolError, Outbox).
         outbox.onSpoolError = { message in log(.error) { message } }
-        // Whether a daemon ran in this directory before: its sequence numbers are there (or
-        // were kept aside, damaged). Asked before a shared store moves its file here.
-        let ranHere = access(c.spool.path + "/sequences", F_OK) == 0 || access(c.spool.path + "/sequences.damaged", F_OK) == 0
-        sequences = shared ?? SequenceStore(directory: c.spool.path, log: log)
+        // Whether a daemon ran in this directory before (the discovery form it announced may
+        // be another); asked before a shared store moves its file here.
+        let ranHere = SequenceStore.wasKept(in: s.spoolDirectory)
+        let sequences = shared ?? SequenceStore(directory: s.spoolDirectory, log: log)
+        self.sequences = sequences
         ownsSequences = shared == nil
-        withdrawals = Withdrawals(directory: c.spool.path, problems: sequences.problems, log: log)
+        withdrawals = Withdrawals(directory: s.spoolDirectory, problems: sequences.problems, log: log)
         if let repairs = spool.recovery.repairs { log(.warning) { "spool: repaired \(spool.directory) on open: \(repairs)" } }
-        discovery = c.homeAssistant.discovery
-            ? HomeAssistantDiscovery(topics: topics, discoveryPrefix: c.homeAssistant.prefix, softwareVersion: softwareVersion,
-                                     form: c.homeAssistant.form, payload: c.mqtt.payload)
-            : nil
-        formFile = c.spool.path + "/discovery-form"
-        if let discovery {
-            // The form announced before, when another one: recorded, or, with no record but a
-            // daemon that ran here before (its sequence numbers), the entity form of the releases
-            // that had no other. Each tag's configs of that form are migrated when it is announced.
-            let recorded = readForm()
-            if let recorded {
-                previousForm = recorded
-            } else if ranHere {
-                previousForm = .entity
-            }
-            if previousForm == discovery.form { previousForm = nil }
-            if previousForm == nil && recorded != discovery.form { recordForm() }
+        announcer = s.homeAssistant.map { ha in
+            DiscoveryAnnouncer(HomeAssistantDiscovery(topics: s.topics, discoveryPrefix: ha.prefix, softwareVersion: softwareVersion,
+                                                      form: ha.form, payload: s.payloadFormat),
+                               directory: s.spoolDirectory, ranBefore: ranHere, problems: sequences.problems, log: log)
         }
         publisher.delegate = self
-        checkClock(initially: true)
         withdrawals.onError = { [weak self] error in
             guard let self, let more = self.withdrawalLog.admit(at: loop.now) else { return }
             log(.warning) { "discovery: cannot keep the list of withdrawals owed to the broker: \(error)" + more }
         }
-    }
-
-    public static func publisherConfiguration(_ c: DaemonConfiguration, topics: Topics) -> MQTTPublisherConfiguration {
-        var tls: MQTTTLS?
-        if c.mqtt.tls.enabled {
-            tls = MQTTTLS(trust: c.mqtt.tls.caFile.map { .caFile($0) } ?? .systemStore,
-                          clientCertificate: c.mqtt.tls.certFile, clientKey: c.mqtt.tls.keyFile,
-                          verifyPeer: c.mqtt.tls.verify)
-        }
-        return MQTTPublisherConfiguration(
-            brokers: c.mqtt.brokers,
-            clientID: c.mqtt.clientID,
-            presence: Presence(topic: topics.status, online: ControlPayloads.online, offline: ControlPayloads.offline),
-            keepalive: .seconds(c.mqtt.keepaliveSeconds), cleanSession: c.mqtt.cleanSession,
-            credentials: c.mqtt.username.map { MQTTCredentials(username: $0, password: c.mqtt.password?.revealed) },
-            tls: tls, maxInFlight: c.mqtt.maxInflight)
     }
 
     public func start() { publisher.start() }
@@ -211,9 +167,7 @@ public final class Publication: MQTTPublisherDelegate {
         let t = Tag(tag, publication: self)
         tags[tag.name] = t
         fit(t.readings.encoder)
-        if previousForm != nil, let discovery {
-            t.migration = discovery.otherFormTopics(for: device(t), sensors: tag.sensors.map(\.sensor))
-        }
+        announcer?.add(t)
         if publisher.isConnected { publishState(of: t) }
         return t
     }
@@ -223,11 +177,7 @@ public final class Publication: MQTTPublisherDelegate {
     public func remove(_ name: String) {
         guard let t = tags.removeValue(forKey: name) else { return }
         publishRetained(t.availabilityTopic, ControlPayloads.offline)  // seen at once by whoever watches it
-        var owed = t.retainedTopics
-        if let discovery {
-            owed += discovery.removals(for: device(t), sensors: t.config.sensors.map(\.sensor)).map(\.topic)
-        }
-        withdraw(owed)
+        withdraw(t.retainedTopics + (announcer?.remove(t) ?? []))
     }
 
     /// Owes the broker empty retained messages on `topics` and sends what it can now.
@@ -243,12 +193,11 @@ public final class Publication: MQTTPublisherDelegate {
     /// Damaged state files and refused withdrawals since the daemon started (for the statistics).
     public var stateFileProblems: StateFileProblems { sequences.problems }
 
-    /// The retained topics of this publication that one with configuration `next` would not
+    /// The retained topics of this publication that one with the topics `moved` would not
     /// overwrite: a new prefix, client id or topic layout would otherwise leave the old status
     /// and every tag's old availability on the broker for ever. For the next one to withdraw.
-    public func leftBehind(by next: DaemonConfiguration) -> [String] {
-        guard let moved = try? Topics(prefix: next.mqtt.topicPrefix, client: next.mqtt.clientID, layout: next.mqtt.topicLayout),
-              moved != topics else { return [] }
+    public func leftBehind(by moved: Topics) -> [String] {
+        guard moved != topics else { return [] }
         var old = [topics.status]
         for name in tags.keys.sorted() where topics.availability(tag: name) != moved.availability(tag: name) {
             old.append(topics.availability(tag: name))
@@ -305,72 +254,15 @@ public final class Publication: MQTTPublisherDelegate {
         log(.error) { "\(tag)/\(sensor): reading not published: \(error)" + more }
     }
 
-    private func device(_ t: Tag) -> HomeAssistantDiscovery.Device {
-        HomeAssistantDiscovery.Device(tag: t.config.name, address: t.config.address.description,
-                                      model: t.model ?? .cc2650, firmware: t.firmware, profile: t.config.profile,
-                                      manufacturer: t.manufacturer, modelName: t.modelName)
-    }
-
+    /// Tells Home Assistant what `t` is, once it has said so itself.
     private func announce(_ t: Tag) {
-        guard let discovery, t.identified, let model = t.model, publisher.isConnected else { return }
-        let sensors = t.config.sensors.map(\.sensor).filter {
-            t.offered?.contains($0) ?? (t.config.sensorProfile($0, model: model) != nil)
-        }
-        let configs = discovery.configs(for: device(t), sensors: sensors)
-        withdrawals.cancel(configs.map(\.topic))
-        // Home Assistant's migration between the forms: the old configs marked first, so that the
-        // entities move to the new ones (same unique ids, history kept) instead of being deleted
-        // and made again, which collides while the deletion is under way; then the old emptied.
-        let migration = t.migration ?? []
-        for topic in migration { publishRetained(topic, Publication.migrateDiscovery) }
-        for m in configs { publishRetained(m.topic, m.payload) }
-        if !migration.isEmpty {
-            t.migration = nil
-            withdraw(migration)
-            if tags.values.allSatisfy({ $0.migration == nil }) { recordForm() }
-        }
-    }
-
-    static let migrateDiscovery = Array(#"{"migrate_discovery":true}"#.utf8)
-
-    private static func formRecord(_ form: DiscoveryForm) -> String { "collectord-discovery-form 1 \(form.rawValue)" }
-
-    /// The form recorded in the spool directory; nil when there is none, or when the file is
-    /// damaged: then it is said (file:line), counted, kept aside, and taken as missing.
-    private func readForm() -> DiscoveryForm? {
-        let problem: String
-        do {
-            guard let reader = try StateFile.Reader(formFile) else { return nil }
-            let first = reader.next(limit: 4096)
-            if case .text(let line)? = first, let form = DiscoveryForm.allCases.first(where: { line == Publication.formRecord($0) }) {
-                guard reader.next(limit: 4096) != nil else { return form }
-                problem = "\(formFile):\(reader.lineNumber): more than the one line \"\(Publication.formRecord(form))\""
-            } else {
-                let what: String
-                switch first {
-                case .text(let t)?: what = "\(StateFile.quoted(t, shown: 80)) is not \"collectord-discovery-form 1 device\" or \"… entity\""
-                case let line?: what = line.described(limit: "any the daemon writes", shown: 80)
-                case nil: what = "empty file"
-                }
-                problem = "\(formFile):1: \(what)"
-            }
-        } catch {
-            problem = "cannot read it: \(error)"
-        }
-        sequences.problems.damagedFiles += 1
-        let aside = StateFile.keepAside(formFile)
-        log(.error) { "discovery: \(problem); " + (aside.map { "kept as \($0); " } ?? "") + "taken as no record of the form announced before" }
-        return nil
-    }
-
-    /// Notes the form in force once every tag has been migrated to it (or at once when nothing was).
-    private func recordForm() {
-        guard let discovery else { return }
-        previousForm = nil
-        do {
-            try StateFile.replace(formFile, with: Publication.formRecord(discovery.form) + "\n")
-        } catch {
-            log(.warning) { "discovery: cannot keep the form announced: \(error)" }
+        guard let announcer, publisher.isConnected, let a = announcer.announcement(of: t) else { return }
+        withdrawals.cancel(a.configs.map(\.topic))
+        for topic in a.migration { publishRetained(topic, DiscoveryAnnouncer.migrationMark) }
+        for m in a.configs { publishRetained(m.topic, m.payload) }
+        if !a.migration.isEmpty {
+            withdraw(a.migration)
+            announcer.migrated(t)
         }
     }
 
@@ -378,25 +270,6 @@ public final class Publication: MQTTPublisherDelegate {
         withdrawals.cancel(t.retainedTopics)
         publishRetained(t.availabilityTopic, t.online ? ControlPayloads.online : ControlPayloads.offline)
         announce(t)
-    }
-
-    // MARK: The wall clock
-
-    /// Every 10 s while the clock is not synchronised, every 5 minutes once it is: a cheap look
-    /// at a file, never per reading.
-    private func checkClock(initially: Bool = false) {
-        let synced = clockState() ?? true
-        if synced != clockSynced || (initially && !synced) {
-            clockSynced = synced
-            if synced {
-                log(.notice) { "clock: the system clock is synchronised; readings carry trusted times again" }
-                publishEvent("clock_synchronized", tag: nil, detail: nil)
-            } else {
-                log(.warning) { "clock: the system clock is not synchronised (no NTP yet: a Pi has no clock of its own); "
-                    + "readings carry \"time_synced\":false until it is" }
-            }
-        }
-        clockTimer = loop.schedule(after: .seconds(synced ? 300 : 10)) { [weak self] in self?.checkClock() }
     }
 
     // MARK: Events and statistics
@@ -485,7 +358,6 @@ public final class Publication: MQTTPublisherDelegate {
     /// start, replays them); the sequence numbers are written as clean here only when they are
     /// this publication's own, else by their owner once the last reading is in.
     public func stop(_ done: @escaping () -> Void) {
-        loop.cancel(clockTimer)
         for t in tags.values where t.online { setOnline(t.config.name, false) }
         if ownsSequences { sequences.saveClean() }
         // What the broker has not acknowledged yet is in libmosquitto's memory only: to the spool

@@ -68,6 +68,12 @@ public final class SequenceStore {
         }
     }
 
+    /// Whether a daemon numbered readings in `directory` before: its file is there, or was kept
+    /// aside as damaged.
+    public static func wasKept(in directory: String) -> Bool {
+        access(directory + "/sequences", F_OK) == 0 || access(directory + "/sequences.damaged", F_OK) == 0
+    }
+
     static func key(_ tag: String, _ sensor: Sensor) -> String { "\(tag) \(sensor.rawValue)" }
 
     /// The slots of `tag`'s `sensors`, in their order: the same slot for the same tag and sensor

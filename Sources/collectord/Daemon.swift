@@ -13,7 +13,8 @@ import Relay
 
 /// The daemon: one event loop, the Bluetooth fleet on one side, the MQTT publication on the
 /// other, and the process lifecycle around them (systemd notifications, SIGHUP reload, SIGTERM
-/// clean stop within two seconds, periodic statistics).
+/// clean stop within two seconds, periodic statistics, the wall clock watched for the readings'
+/// times).
 final class Daemon: TagSupervisorDelegate {
     private let path: String
     private var config: DaemonConfiguration
@@ -25,6 +26,8 @@ final class Daemon: TagSupervisorDelegate {
     /// it, so a reload that replaces the publication neither reuses nor skips a number (the old
     /// one still numbers the readings of its goodbye). Written as clean only at the real stop.
     private let sequences: SequenceStore
+    /// Whether readings' times can be trusted yet; told to every publication.
+    private let wallClock: WallClockWatch
     private let started: Instant
     private var statsTimer: TimerID?
     private var stopping = false
@@ -52,6 +55,7 @@ final class Daemon: TagSupervisorDelegate {
         loop = try EventLoop()
         started = loop.now
         sequences = SequenceStore(directory: configuration.spool.path, log: Log.write)
+        wallClock = WallClockWatch(loop: loop, log: Log.write)
         publication = try Daemon.publication(configuration, loop: loop, sequences: sequences)
         switch source {
         case .bluetooth:
@@ -85,6 +89,12 @@ final class Daemon: TagSupervisorDelegate {
             }
             self?.publication.publishEvent("adapter", tag: s.tag, detail: detail)
         }
+        wallClock.onChange = { [weak self] synced in
+            guard let self else { return }
+            publication.clockSynced = synced
+            if synced { publication.publishEvent("clock_synchronized", tag: nil, detail: nil) }
+        }
+        wallClock.start()
     }
 
     /// Runs until SIGTERM/SIGINT; returns the exit status.
@@ -126,6 +136,7 @@ final class Daemon: TagSupervisorDelegate {
         Log.notice("\(reason): stopping")
         notifier.notify("STOPPING=1")
         fleet.stop()
+        wallClock.stop()
         // No reading comes after the links are down: the exact next numbers, for the next start.
         sequences.saveClean()
         // The publisher gets 1.5 s to say offline and flush; the loop ends at 1.9 s whatever happens.
@@ -188,7 +199,7 @@ final class Daemon: TagSupervisorDelegate {
             // The new publication takes over once the old one has said goodbye and closed its spool.
             let old = publication
             let running = config
-            let leftBehind = old.leftBehind(by: new)
+            let leftBehind = (try? PublicationSettings.topics(new)).map { old.leftBehind(by: $0) } ?? []
             old.stop { [weak self] in
                 self?.replacePublication(inheriting: old.owedWithdrawals, leftBehind: leftBehind, running: running)
             }
@@ -199,7 +210,8 @@ final class Daemon: TagSupervisorDelegate {
     }
 
     private static func publication(_ c: DaemonConfiguration, loop: EventLoop, sequences: SequenceStore) throws -> Publication {
-        try Publication(configuration: c, loop: loop, softwareVersion: CollectordVersion.string, sequences: sequences, log: Log.write)
+        try Publication(settings: PublicationSettings(c), loop: loop, softwareVersion: CollectordVersion.string, sequences: sequences,
+                        log: Log.write)
     }
 
     /// The old publication has closed its spool: the new one takes every tag's readings, and
@@ -235,6 +247,7 @@ final class Daemon: TagSupervisorDelegate {
     /// A publication for `c` that takes every tag's readings from now on, the links staying up.
     private func startPublication(_ c: DaemonConfiguration, withdrawing owed: [String]) throws -> Publication {
         let p = try Daemon.publication(c, loop: loop, sequences: sequences)
+        p.clockSynced = wallClock.synchronised
         // The numbers go on from the same counters; if the spool moved, so does their file
         // (now that the new publication has made the directory).
         sequences.relocate(to: c.spool.path)

@@ -10,6 +10,7 @@
 import Foundation
 import Relay
 import Configuration
+@testable import collectord
 import Payloads
 import Profiles
 import Reactor
@@ -123,7 +124,7 @@ import Testing
             let context = Comment(rawValue: "configuration #\(i):\n\(text)")
             // `run` starts with it.
             do {
-                let p = try Publication(configuration: c, loop: loop, softwareVersion: "test") { _, _ in }
+                let p = try Publication(settings: PublicationSettings(c), loop: loop, softwareVersion: "test") { _, _ in }
                 for tag in c.tags { p.add(tag) }
                 try p.spool.close()
             } catch {

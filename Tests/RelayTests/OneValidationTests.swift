@@ -7,6 +7,7 @@ import Foundation
 import Testing
 import Relay
 import Configuration
+@testable import collectord
 import Reactor
 import TestRandom
 import TestSupport
@@ -70,7 +71,7 @@ import TestSupport
             // What `run` does with it: the publication (topics, libmosquitto client, spool,
             // discovery) and the tag's topics.
             do {
-                let p = try Publication(configuration: c, loop: loop, softwareVersion: "test") { _, _ in }
+                let p = try Publication(settings: PublicationSettings(c), loop: loop, softwareVersion: "test") { _, _ in }
                 p.add(c.tags[0])
                 try p.spool.close()
             } catch {

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 import Relay
 import Configuration
+@testable import collectord
 import Spooling
 import Profiles
 import LinuxSystem
@@ -32,7 +33,7 @@ final class PublicationFixture {
     /// [homeassistant] section's lines (no discovery unless given).
     init(client: String, mqtt: String = "", model: Model? = nil, tag: String = "t",
          sensor: Sensor = .humidity, payload: [UInt8] = [0x50, 0x64, 0xE8, 0x7F],
-         spoolSettings: String = "", homeAssistant: String = "discovery = false", clock: @escaping () -> Bool? = { true },
+         spoolSettings: String = "", homeAssistant: String = "discovery = false",
          spool prepare: (String) throws -> Void = { _ in }) throws {
         broker = try Broker()
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("collectord-pub-\(UUID().uuidString)")
@@ -56,7 +57,7 @@ final class PublicationFixture {
         }
         try prepare(configuration.spool.path)
         loop = try EventLoop()
-        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "test", clock: clock) { [logs] level, message in
+        publication = try Publication(settings: PublicationSettings(configuration), loop: loop, softwareVersion: "test") { [logs] level, message in
             logs.lines.append("<\(level.rawValue)>\(message())")
         }
         sink = publication.add(configuration.tags[0])
@@ -92,33 +93,20 @@ final class PublicationFixture {
 @Suite(.serialized) struct PublicationTests {
     /// Found by an independent review: a Pi has no clock of its own, so readings made before NTP
     /// set the time carried a wrong `time` that nothing told apart. They now say
-    /// `"time_synced":false`, the log says why, and an event marks when the clock is set.
+    /// `"time_synced":false` while the publication is told the clock is not set (the daemon
+    /// watches it: `WallClockWatchTests`).
     @Test func readingsBeforeTheClockIsSetSaySo() throws {
-        final class Clock: @unchecked Sendable { var synced = false }
-        let clock = Clock()
-        let f = try PublicationFixture(client: "clock", clock: { clock.synced })
+        let f = try PublicationFixture(client: "clock")
+        f.publication.clockSynced = false
         f.publication.start()
         #expect(f.loop.run(until: { f.publication.publisher.isConnected }, limit: .seconds(5)))
         f.publish(1)
         #expect(f.loop.run(until: { f.subscriber.lines.count >= 1 }, limit: .seconds(5)))
         #expect(f.subscriber.lines.first?.payload.contains(#""time_synced":false,"seq":0"#) == true, "\(f.subscriber.lines)")
-        #expect(f.logs.lines.contains { $0.hasPrefix("<4>clock: the system clock is not synchronised") }, "\(f.logs.lines)")
-        clock.synced = true
-        #expect(f.loop.run(until: { f.publication.clockSynced }, limit: .seconds(30)), "checked again within 10 s")
+        f.publication.clockSynced = true
         f.publish(1)
         #expect(f.loop.run(until: { f.subscriber.lines.count >= 2 }, limit: .seconds(5)))
         #expect(f.subscriber.lines.last?.payload.contains("time_synced") == false, "\(f.subscriber.lines)")
-        #expect(f.logs.lines.contains { $0.contains("clock: the system clock is synchronised") })
-    }
-
-    @Test func whetherTheClockIsSynchronisedIsReadFromTimesyncd() throws {
-        let directory = try makeTemporaryDirectory("timesync")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        #expect(ClockSync.state(timesyncDirectory: directory.path) == false, "timesyncd runs, has not synchronised")
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("synchronized").path, contents: nil)
-        #expect(ClockSync.state(timesyncDirectory: directory.path) == true)
-        // Without timesyncd the daemon cannot tell (the sandbox refuses adjtimex): it trusts the clock.
-        #expect(ClockSync.state(timesyncDirectory: directory.path + "/none") == nil)
     }
 
     /// Found by the throughput benchmark: a replay that stopped at a full in-flight window was

@@ -5,6 +5,7 @@ import Foundation
 import Testing
 @testable import Relay
 import Configuration
+@testable import collectord
 import Profiles
 import SharedTypes
 import Reactor
@@ -154,7 +155,7 @@ final class StateFixture {
         let file = c.spool.path + "/sequences"
 
         let sub = try Subscriber(port: broker.port, topic: "collectord/tags/t/humidity")
-        let old = try Publication(configuration: c, loop: loop, softwareVersion: "test", sequences: store) { _, _ in }
+        let old = try Publication(settings: PublicationSettings(c), loop: loop, softwareVersion: "test", sequences: store) { _, _ in }
         let oldSink = old.add(c.tags[0])
         old.start()
         #expect(loop.run(until: { old.publisher.isConnected }, limit: .seconds(5)))
@@ -167,7 +168,7 @@ final class StateFixture {
         #expect(try String(contentsOfFile: file, encoding: .utf8).hasPrefix("collectord-sequences 1 running\n"),
                 "a publication's stop does not write numbers it does not own")
 
-        let new = try Publication(configuration: c, loop: loop, softwareVersion: "test", sequences: store) { _, _ in }
+        let new = try Publication(settings: PublicationSettings(c), loop: loop, softwareVersion: "test", sequences: store) { _, _ in }
         let sink = new.add(c.tags[0])
         new.start()
         #expect(loop.run(until: { new.publisher.isConnected }, limit: .seconds(5)))
