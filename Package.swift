@@ -147,15 +147,15 @@ let package = Package(
             name: "PayloadsTests",
             dependencies: ["Payloads", "Profiles", "LinuxSystem", "SharedTypes", "Relay", "TestSupport", "TestRandom"]
         ),
-        // RelayTests reach the executable for the one mapping from the configuration file to
-        // the relay's settings (RelaySettings.swift): what `run` starts with is what they test.
         .testTarget(
             name: "RelayTests",
-            dependencies: ["Relay", "collectord", "Configuration", "Payloads", "Spooling", "MQTTClient", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestSupport", "TestRandom"]
+            dependencies: ["Relay", "Payloads", "Spooling", "MQTTClient", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestSupport", "TestRandom"]
         ),
+        // Besides the commands and the daemon as a process, the publication as `run` builds it
+        // from a configuration file (RelaySettings.swift is the one mapping), end to end.
         .testTarget(
             name: "CollectordTests",
-            dependencies: ["collectord", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "Payloads", "TestSupport", "ChildProcesses", "TestRandom"]
+            dependencies: ["collectord", "Relay", "Configuration", "Spooling", "MQTTClient", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "Payloads", "TestSupport", "ChildProcesses", "TestRandom"]
         ),
         // Child processes with a clean signal state, tools and free ports; Foundation-free, so
         // the benchmark's probe shares it.
