@@ -24,17 +24,21 @@ struct DropIns {
 
     static func read(nextTo configuration: String) -> DropIns {
         var d = DropIns(directory: directory(for: configuration))
-        guard let dir = opendir(d.directory) else {
-            if errno != ENOENT { d.problem = .os(SystemError("opendir", path: d.directory)) }
-            return d
-        }
-        defer { closedir(dir) }
         // The names as the kernel gives them, bytes: one that is not UTF-8 is opened by no decoded
         // name, and is refused by its bytes rather than reported as missing under another.
         var names: [[UInt8]] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in Array(raw.prefix { $0 != 0 }) }
-            if name.count > 5 && name.suffix(5).elementsEqual(".conf".utf8) && name.first != UInt8(ascii: ".") { names.append(name) }
+        do {
+            let directory = try FileDescriptor.open(d.directory, O_RDONLY | O_DIRECTORY)
+            defer { directory.close() }
+            try directory.forEachEntry { entry in
+                let name = Array(UnsafeRawBufferPointer(start: entry, count: strlen(entry)))
+                if name.count > 5 && name.suffix(5).elementsEqual(".conf".utf8) && name.first != UInt8(ascii: ".") { names.append(name) }
+            }
+        } catch where error.errno == ENOENT {
+            return d
+        } catch {
+            d.problem = .os(error)
+            return d
         }
         for name in names.sorted(by: { $0.lexicographicallyPrecedes($1) }) {
             guard let text = String(validating: name, as: UTF8.self) else {

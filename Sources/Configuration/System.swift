@@ -1,49 +1,29 @@
-// The little the configuration needs from the operating system, through Glibc (no Foundation):
-// reading files with the OS's reason on failure, and the host name. A failed call is Model's
-// `SystemError`, as everywhere else.
+// The little the configuration needs from the operating system, through LinuxSystem's file calls
+// (no Foundation): reading small files with the OS's reason on failure, trying the spool
+// directory, and the host name. A failed call is a `SystemError`, as everywhere else.
 
 import Glibc
 import LinuxSystem
 
 enum SystemFile {
     /// The whole file, or why it cannot be read ("No such file or directory", "is a directory").
+    /// Only a regular file is read: a FIFO given as password_file hung check-config.
     static func read(_ path: String, limit: Int = 1 << 20) -> Result<[UInt8], FileProblem> {
-        // O_NONBLOCK: opening a FIFO for reading would wait for a writer (check-config hung on a
-        // FIFO given as password_file); only regular files are read.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return .failure(.os(SystemError("open", path: path))) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return .failure(.os(SystemError("fstat", path: path))) }
-        if st.st_mode & S_IFMT == S_IFDIR { return .failure(.isDirectory) }
-        if st.st_mode & S_IFMT != S_IFREG { return .failure(.notRegular) }
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16384)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                // Configuration stays below the event loop's modules (it depends on Profiles and
-                // Model only), so this one read loop retries EINTR itself rather than through
-                // Reactor's Syscall.
-                if errno == EINTR { continue }
-                return .failure(.os(SystemError("read", path: path)))
-            }
-            if n == 0 { return .success(out) }
-            out.append(contentsOf: buffer[0..<n])
-            if out.count > limit { return .failure(.tooLarge(limit)) }
+        do {
+            return .success(try SmallFile.read(path, limit: limit))
+        } catch {
+            return .failure(FileProblem(error))
         }
     }
 
     /// nil when `path` is a file this process can open for reading.
     static func readableProblem(_ path: String) -> FileProblem? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)  // a FIFO must not wait for a writer
-        guard fd >= 0 else { return .os(SystemError("open", path: path)) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { return .os(SystemError("fstat", path: path)) }
-        if st.st_mode & S_IFMT == S_IFDIR { return .isDirectory }
-        if st.st_mode & S_IFMT != S_IFREG { return .notRegular }
-        return nil
+        do {
+            try SmallFile.open(path).close()
+            return nil
+        } catch {
+            return FileProblem(error)
+        }
     }
 
     /// Why this process cannot keep its spool in `directory`, or nil: the directory exists or can
@@ -53,37 +33,46 @@ enum SystemFile {
     /// can make the rest). Under the service's sandbox (`ProtectSystem=strict`) this is the only
     /// way to know; permissions alone do not say.
     static func spoolProblem(_ directory: String) -> String? {
-        var st = stat()
-        if stat(directory, &st) == 0 {
+        do {
+            let st = try FileSystem.status(directory)
             guard st.st_mode & S_IFMT == S_IFDIR else { return "it is not a directory" }
             let probe = (directory.hasSuffix("/") ? directory : directory + "/") + ".collectord-check.\(getpid())"
-            let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-            guard fd >= 0 else { return "no file can be created in it as \(asUser(SystemError("open", path: probe)))" }
-            close(fd)
-            unlink(probe)
+            do {
+                try FileDescriptor.open(probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, permissions: 0o600).close()
+            } catch {
+                return "no file can be created in it as \(asUser(error))"
+            }
+            try? FileSystem.unlink(probe)
             return nil
+        } catch where error.errno != ENOENT && error.errno != ENOTDIR {
+            return "it cannot be reached as \(asUser(error))"
+        } catch {
+            // ENOTDIR: a file on the way, which the walk up finds and names.
         }
-        // ENOTDIR: a file on the way, which the walk up finds and names.
-        guard errno == ENOENT || errno == ENOTDIR else { return "it cannot be reached as \(asUser(SystemError("stat", path: directory)))" }
         // The nearest existing ancestor, and the directory below it that is missing.
         var missing = directory
         while true {
             guard let slash = missing.dropLast().lastIndex(of: "/") else { break }
             let parent = slash == missing.startIndex ? "/" : String(missing[..<slash])
-            if stat(parent, &st) == 0 {
+            do {
+                let st = try FileSystem.status(parent)
                 guard st.st_mode & S_IFMT == S_IFDIR else { return "\(quoted(parent)) is not a directory" }
                 break
-            }
-            guard errno == ENOENT || errno == ENOTDIR else { return "\(quoted(parent)) cannot be reached as \(asUser(SystemError("stat", path: parent)))" }
+            } catch where error.errno != ENOENT && error.errno != ENOTDIR {
+                return "\(quoted(parent)) cannot be reached as \(asUser(error))"
+            } catch {}
             missing = parent
         }
-        guard mkdir(missing, 0o700) == 0 else { return "it cannot be created as \(asUser(SystemError("mkdir", path: missing)))" }
-        rmdir(missing)
+        do {
+            try FileSystem.makeDirectory(missing, permissions: 0o700)
+        } catch {
+            return "it cannot be created as \(asUser(error))"
+        }
+        try? FileSystem.removeDirectory(missing)
         return nil
     }
 
-    /// "user collectord: Permission denied": who was checking (the error taken first, before
-    /// looking the user up can change errno).
+    /// "user collectord: Permission denied": who was checking.
     private static func asUser(_ error: SystemError) -> String { "\(userName()): \(error.reason)" }
 
     /// "user collectord" (or "uid 1001" when the name is not known).
@@ -114,6 +103,15 @@ enum FileProblem: Error, Equatable, CustomStringConvertible {
     case tooLarge(Int)
     /// A drop-in's file name, which messages and the summary must show, is not UTF-8.
     case nameNotUTF8
+
+    init(_ problem: SmallFile.Problem) {
+        switch problem {
+        case .system(let error): self = .os(error)
+        case .directory: self = .isDirectory
+        case .notRegular: self = .notRegular
+        case .tooLarge(let limit): self = .tooLarge(limit)
+        }
+    }
 
     var description: String {
         switch self {

@@ -1,5 +1,6 @@
 // The one error type for a failed system call, produced by `Syscall` for every call and by the
-// few callers (the configuration's file reads) that need a failure worded the same way.
+// few callers that report a failure no call returned (a write that took nothing, a path that is a
+// file where a directory should be) in the same words.
 
 #if canImport(Glibc)
 import Glibc

@@ -9,32 +9,13 @@ import Glibc
 import LinuxSystem
 
 enum StateFile {
-    /// Writes `text` to `path.tmp`, syncs it and renames it over `path`: after a crash the file
-    /// is the old one or the new one, never a mix. Throws the failed call's error.
-    static func replace(_ path: String, with text: String) throws(SystemError) {
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        guard fd >= 0 else { throw SystemError("open", path: temporary) }
-        Ownership.inherit(path: temporary)
-        var failure: SystemError?
-        var bytes = text
-        bytes.withUTF8 { b in
-            var done = 0
-            while done < b.count {
-                do throws(SystemError) {
-                    let n = try Syscall.blocking("write", path: temporary) { Glibc.write(fd, b.baseAddress! + done, b.count - done) }
-                    guard n > 0 else { failure = SystemError("write", errno: EIO, path: temporary); return }
-                    done += n
-                } catch {
-                    failure = error
-                    return
-                }
-            }
-        }
-        if failure == nil && fsync(fd) != 0 { failure = SystemError("fsync", path: temporary) }
-        close(fd)
-        if let failure { unlink(temporary); throw failure }
-        guard rename(temporary, path) == 0 else { throw SystemError("rename", path: path) }
+    /// Replaces the file at `path` with `text` through the one atomic replace: `path.tmp`
+    /// written and synced, renamed over `path`, and the directory synced, so that after a power
+    /// cut the file is the new one once this has returned (`sequences` holds a reservation of
+    /// numbers: the old one back would hand them out again). Throws the failed call's error.
+    /// `calls` are the system's own but in tests.
+    static func replace(_ path: String, with text: String, calls: AtomicFile.Calls = .system) throws(SystemError) {
+        try AtomicFile.replace(path, with: text, calls: calls)
     }
 
     /// Moves a damaged file aside to `path.damaged` (replacing an older one), so that what was
@@ -42,7 +23,7 @@ enum StateFile {
     /// or nil when it could not be moved (it is then overwritten at the next write).
     static func keepAside(_ path: String) -> String? {
         let aside = path + ".damaged"
-        return rename(path, aside) == 0 ? aside : nil
+        return (try? FileSystem.rename(path, to: aside)) != nil ? aside : nil
     }
 
     /// One line of a state file as read: whole, or refused whole.
@@ -78,7 +59,7 @@ enum StateFile {
     /// line are kept, a longer one is skipped whole. Memory stays bounded whatever the file holds.
     final class Reader {
         let path: String
-        private let fd: Int32
+        private let fd: FileDescriptor
         private var buffer: [UInt8]
         private var start = 0
         private var end = 0
@@ -91,15 +72,15 @@ enum StateFile {
         /// nil when there is no file; throws when there is one that cannot be opened.
         init?(_ path: String) throws(SystemError) {
             self.path = path
-            fd = open(path, O_RDONLY | O_CLOEXEC)
-            if fd < 0 {
-                if errno == ENOENT { return nil }
-                throw SystemError("open", path: path)
+            do {
+                fd = try FileDescriptor.open(path, O_RDONLY)
+            } catch where error.errno == ENOENT {
+                return nil
             }
             buffer = [UInt8](repeating: 0, count: 64 << 10)
         }
 
-        deinit { close(fd) }
+        deinit { fd.close() }
 
         /// The next line, or nil at the end of the file (or at a read error: `failure`).
         func next(limit: Int) -> Line? {
@@ -142,9 +123,9 @@ enum StateFile {
             let (fd, path) = (self.fd, self.path)
             let result = buffer.withUnsafeMutableBytes { b -> Result<Int, SystemError> in
                 do throws(SystemError) {
-                    return .success(try Syscall.blocking("read", path: path) { read(fd, b.baseAddress!, b.count) })
+                    return .success(try fd.read(into: b))
                 } catch {
-                    return .failure(error)
+                    return .failure(SystemError(error.call, errno: error.errno, path: path))
                 }
             }
             switch result {

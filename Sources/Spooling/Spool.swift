@@ -144,12 +144,13 @@ public final class Spool {
     var segments: [Segment] = []
     var pending = 0
 
-    var dirFD: Int32 = -1
-    var lockFD: Int32 = -1
-    var writeFD: Int32 = -1
+    var dirFD: FileDescriptor?
+    var lockFD: FileDescriptor?
+    /// The last segment, appended to.
+    var writeFD: FileDescriptor?
     var writeDirty = false
     /// A rotated-out segment whose data has not been fdatasync'ed yet (`.onSync`).
-    var unsyncedFD: Int32 = -1
+    var unsyncedFD: FileDescriptor?
     var unsyncedName: UInt64 = 0
     var dirDirty = false
     var isOpen = false
@@ -175,7 +176,7 @@ public final class Spool {
     var bufferSegment: UInt64? = nil
     var bufferStart = 0
     var bufferCount = 0
-    var readFD: Int32 = -1
+    var readFD: FileDescriptor?
     var readFDSegment: UInt64 = 0
 
     static let readChunk = 64 * 1024
@@ -208,23 +209,25 @@ public final class Spool {
             throw SpoolError(.invalidConfiguration(.maxBytesTooSmall), path: directory)
         }
         try Spool.makeDirectory(directory)
-        dirFD = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard dirFD >= 0 else { throw SpoolError(.openDirectory, SystemError("opendir"), path: directory) }
-        lockFD = openat(dirFD, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o640)
-        Ownership.inherit(lockFD, fromDirectory: dirFD)
-        guard lockFD >= 0 else { throw SpoolError(.open, SystemError("open"), path: path("lock")) }
-        // A holder that is going away (the previous daemon exiting, or a child between fork and
-        // exec that still shares the lock's open file description) lets go within moments: retry
-        // for up to 500 ms before calling the spool locked.
-        var attempts = 0
-        while flock(lockFD, LOCK_EX | LOCK_NB) != 0 {
-            let e = errno
-            attempts += 1
-            guard e == EWOULDBLOCK, attempts < 50 else {
-                throw SpoolError(e == EWOULDBLOCK ? .locked : .system(.lock, SystemError("flock", errno: e)), path: directory)
-            }
-            usleep(10_000)
+        let dirFD: FileDescriptor
+        do { dirFD = try FileDescriptor.open(directory, O_RDONLY | O_DIRECTORY) } catch {
+            throw SpoolError(.openDirectory, error, path: directory)
         }
+        self.dirFD = dirFD
+        let lockFD: FileDescriptor
+        do { lockFD = try FileDescriptor.open("lock", in: dirFD, O_RDWR | O_CREAT, permissions: 0o640) } catch {
+            throw SpoolError(.open, error, path: path("lock"))
+        }
+        self.lockFD = lockFD
+        Ownership.inherit(lockFD, fromDirectory: dirFD)
+        // A holder that is going away (the previous daemon exiting, or a child between fork and
+        // exec that still shares the lock's open file description) lets go within moments: wait
+        // up to 500 ms before calling the spool locked.
+        let locked: Bool
+        do { locked = try lockFD.lockExclusive(waitingUpTo: .milliseconds(500)) } catch {
+            throw SpoolError(.lock, error, path: directory)
+        }
+        guard locked else { throw SpoolError(.locked, path: directory) }
         try recover()
         // With full segments the bound keeps at most maxBytes / segmentBytes + 1 of them: room for
         // that many now (up to 1,024), so that the rotations of a growing spool do not grow the
@@ -245,17 +248,14 @@ public final class Spool {
     /// nothing when nothing changed.
     public func sync() throws(SpoolError) {
         guard isOpen else { throw SpoolError(.closed, path: directory) }
-        if unsyncedFD >= 0 {
-            let fd = unsyncedFD
-            unsyncedFD = -1
-            defer { Glibc.close(fd) }
-            if fdatasync(fd) != 0 {
-                throw SpoolError(.sync, SystemError("fsync"), path: path(segment: unsyncedName))
-            }
+        if let fd = unsyncedFD {
+            unsyncedFD = nil
+            defer { fd.close() }
+            do { try fd.dataSync() } catch { throw SpoolError(.sync, error, path: path(segment: unsyncedName)) }
         }
         if writeDirty {
-            if fdatasync(writeFD) != 0 {
-                throw SpoolError(.sync, SystemError("fsync"), path: path(segment: segments[segments.count - 1].name))
+            do { try writeFD!.dataSync() } catch {
+                throw SpoolError(.sync, error, path: path(segment: segments[segments.count - 1].name))
             }
             writeDirty = false
         }
@@ -322,11 +322,12 @@ public final class Spool {
         let base = writeBuffer.baseAddress!
         _ = SpoolRecord.build(into: base, sequence: sequence, qos: qos, retain: retain, topic: topic, payload: payload)
 
+        let writeFD = self.writeFD!
         var done = 0
         while done < length {
             let n: Int
             do {
-                n = try Syscall.blocking("write") { write(writeFD, base + done, length - done) }
+                n = try writeFD.write(UnsafeRawBufferPointer(start: base + done, count: length - done))
             } catch {
                 // A full file system is the bound coming early: the oldest segment goes to make
                 // room for the newest reading, as it would at `maxBytes`.
@@ -351,8 +352,8 @@ public final class Spool {
         pending += 1
         nextSequence = sequence + 1
         if durability == .everyAppend {
-            if fdatasync(writeFD) != 0 {
-                throw SpoolError(.sync, SystemError("fsync"), path: path(segment: segments[last].name))
+            do { try writeFD.dataSync() } catch {
+                throw SpoolError(.sync, error, path: path(segment: segments[last].name))
             }
         } else {
             writeDirty = true
@@ -362,7 +363,7 @@ public final class Spool {
 
     /// Cuts off the `written` bytes of a record that did not fit; false if that failed.
     private func cutPartialWrite(_ written: Int) -> Bool {
-        written == 0 || ftruncate(writeFD, off_t(segments[segments.count - 1].size)) == 0
+        written == 0 || (try? writeFD!.truncate(to: segments[segments.count - 1].size)) != nil
     }
 
     /// A write failed after `written` bytes: cut the partial record off and throw. If even that
@@ -370,7 +371,7 @@ public final class Spool {
     private func abandonPartialWrite(written: Int, error e: Int32) throws(SpoolError) -> Never {
         let last = segments.count - 1
         let file = path(segment: segments[last].name)
-        if written > 0 && ftruncate(writeFD, off_t(segments[last].size)) != 0 {
+        if written > 0 && (try? writeFD!.truncate(to: segments[last].size)) == nil {
             segments[last].size += written
             diskBytes += written
             writeDirty = true

@@ -13,81 +13,100 @@ extension Spool {
     func path(segment: UInt64) -> String { path(SpoolNames.segmentName(segment)) }
 
     func syncDirectory() throws(SpoolError) {
-        if fsync(dirFD) != 0 { throw SpoolError(.sync, SystemError("fsync"), path: directory) }
+        do { try dirFD!.sync() } catch { throw SpoolError(.sync, error, path: directory) }
         dirDirty = false
     }
 
     func closeDescriptors() {
-        for fd in [writeFD, unsyncedFD, readFD, dirFD, lockFD] where fd >= 0 { Glibc.close(fd) }
-        writeFD = -1
-        unsyncedFD = -1
-        readFD = -1
-        dirFD = -1
-        lockFD = -1
+        for fd in [writeFD, unsyncedFD, readFD, dirFD, lockFD] { fd?.close() }
+        writeFD = nil
+        unsyncedFD = nil
+        readFD = nil
+        dirFD = nil
+        lockFD = nil
         bufferSegment = nil
     }
 
+    /// Opens segment `name` in the spool's directory.
+    func openSegment(_ name: UInt64, _ flags: Int32, extension ext: StaticString = ".spool") throws(SpoolError) -> FileDescriptor {
+        do {
+            return try SpoolNames.withSegmentName(name, extension: ext) { n throws(SystemError) in
+                try FileDescriptor.open(n, in: dirFD!, flags, permissions: 0o640)
+            }
+        } catch {
+            throw SpoolError(.open, error, path: path(SpoolNames.segmentName(name, extension: ext)))
+        }
+    }
+
+    /// Creates segment `name` (opened for appending), given to the directory's owner.
+    func createSegment(_ name: UInt64, exclusive: Bool = false) throws(SpoolError) -> FileDescriptor {
+        let fd = try openSegment(name, O_WRONLY | O_CREAT | O_APPEND | (exclusive ? O_EXCL : 0))
+        Ownership.inherit(fd, fromDirectory: dirFD!)
+        return fd
+    }
+
     func removeSegmentFile(_ name: UInt64) throws(SpoolError) {
-        if unsyncedFD >= 0 && unsyncedName == name { Glibc.close(unsyncedFD); unsyncedFD = -1 }
-        let rc = SpoolNames.withSegmentName(name) { unlinkat(dirFD, $0, 0) }
-        if rc != 0 && errno != ENOENT { throw SpoolError(.remove, SystemError("unlink"), path: path(segment: name)) }
+        if let fd = unsyncedFD, unsyncedName == name { fd.close(); unsyncedFD = nil }
+        do {
+            try SpoolNames.withSegmentName(name) { n throws(SystemError) in try dirFD!.unlink(n) }
+        } catch where error.errno != ENOENT {
+            throw SpoolError(.remove, error, path: path(segment: name))
+        } catch {}
         dirDirty = true
     }
 
     func reopenWriteSegment() throws(SpoolError) {
-        let name = segments[segments.count - 1].name
-        if writeFD >= 0 { Glibc.close(writeFD); writeFD = -1 }
-        let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640) }
-        Ownership.inherit(fd, fromDirectory: dirFD)
-        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
-        writeFD = fd
+        writeFD?.close()
+        writeFD = nil
+        writeFD = try createSegment(segments[segments.count - 1].name)
+    }
+
+    /// Replaces file `name` in the spool's directory with `contents` through the one atomic
+    /// replace (`AtomicFile`: a temporary file, fdatasync, rename, fsync of the directory).
+    func replaceFile(_ name: String, with contents: UnsafeRawBufferPointer) throws(SpoolError) {
+        do {
+            try AtomicFile.replace(name, in: dirFD!, at: directory, with: contents)
+        } catch {
+            let operation: SpoolError.Operation = switch error.step {
+            case .create: .open
+            case .write: .write
+            case .sync, .syncDirectory: .sync
+            case .rename: .rename
+            }
+            throw SpoolError(operation, error.error, path: error.error.path ?? directory)
+        }
+        dirDirty = false
     }
 
     /// nil: no cursor file; .some(nil): a corrupt one.
     func readCursorFile() -> (head: UInt64, dropped: UInt64)?? {
-        let fd = openat(dirFD, "cursor", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return errno == ENOENT ? nil : .some(nil) }
-        defer { Glibc.close(fd) }
-        return withUnsafeTemporaryAllocation(byteCount: 64, alignment: 8) { b in
-            let n = read(fd, b.baseAddress!, 64)
-            guard n > 0 else { return .some(nil) }
-            return .some(SpoolCursor.decode(UnsafeRawBufferPointer(rebasing: b[0..<n])))
+        do {
+            let bytes = try SmallFile.read("cursor", in: dirFD!, limit: SpoolCursor.size)
+            return .some(bytes.withUnsafeBytes { SpoolCursor.decode($0) })
+        } catch {
+            if case .system(let e) = error, e.errno == ENOENT { return nil }
+            return .some(nil)
         }
     }
 
-    /// Replaces the cursor file atomically and durably: cursor.tmp, fdatasync, rename, fsync of
-    /// the directory.
+    /// Replaces the cursor file atomically and durably (`replaceFile`).
     func writeCursor() throws(SpoolError) {
-        let fd = openat(dirFD, "cursor.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        Ownership.inherit(fd, fromDirectory: dirFD)
-        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path("cursor.tmp")) }
         let head = headSequence, dropped = dropped
-        let ok = withUnsafeTemporaryAllocation(byteCount: SpoolCursor.size, alignment: 8) { b -> Int32 in
+        try withUnsafeTemporaryAllocation(byteCount: SpoolCursor.size, alignment: 8) { b throws(SpoolError) in
             SpoolCursor.encode(head: head, dropped: dropped, into: b.baseAddress!)
-            return write(fd, b.baseAddress!, SpoolCursor.size) == SpoolCursor.size ? 0 : (errno == 0 ? EIO : errno)
+            try replaceFile("cursor", with: UnsafeRawBufferPointer(b))
         }
-        if ok != 0 { Glibc.close(fd); throw SpoolError(.write, SystemError("write", errno: ok), path: path("cursor.tmp")) }
-        if fdatasync(fd) != 0 {
-            let e = errno
-            Glibc.close(fd)
-            throw SpoolError(.sync, SystemError("fsync", errno: e), path: path("cursor.tmp"))
-        }
-        Glibc.close(fd)
-        if renameat(dirFD, "cursor.tmp", dirFD, "cursor") != 0 {
-            throw SpoolError(.rename, SystemError("rename"), path: path("cursor"))
-        }
-        try syncDirectory()
         persistedHead = head
         persistedDropped = dropped
     }
 
     /// mkdir -p with mode 0750 for every directory created.
     static func makeDirectory(_ directory: String) throws(SpoolError) {
-        var st = stat()
-        if stat(directory, &st) == 0 {
-            guard st.st_mode & S_IFMT == S_IFDIR else {
-                throw SpoolError(.createDirectory, SystemError("mkdir", errno: ENOTDIR), path: directory)
-            }
+        func isDirectory(_ path: String) -> Bool? {
+            (try? FileSystem.status(path)).map { $0.st_mode & S_IFMT == S_IFDIR }
+        }
+        if let found = isDirectory(directory) {
+            guard found else { throw SpoolError(.createDirectory, SystemError("mkdir", errno: ENOTDIR), path: directory) }
             return
         }
         let bytes = Array(directory.utf8)
@@ -96,17 +115,16 @@ extension Spool {
         while end <= bytes.count {
             if end == bytes.count || bytes[end] == UInt8(ascii: "/") {
                 let prefix = String(decoding: bytes[0..<end], as: UTF8.self)
-                if mkdir(prefix, 0o750) == 0 {
+                let at = prefix == directory ? directory : "\(directory) (at \(prefix))"
+                do {
+                    try FileSystem.makeDirectory(prefix, permissions: 0o750)
                     Ownership.inherit(path: prefix)
-                } else {
-                    let e = errno
-                    if e == EEXIST {
-                        if stat(prefix, &st) != 0 || st.st_mode & S_IFMT != S_IFDIR {
-                            throw SpoolError(.createDirectory, SystemError("mkdir", errno: ENOTDIR), path: prefix == directory ? directory : "\(directory) (at \(prefix))")
-                        }
-                    } else {
-                        throw SpoolError(.createDirectory, SystemError("mkdir", errno: e), path: prefix == directory ? directory : "\(directory) (at \(prefix))")
+                } catch where error.errno == EEXIST {
+                    if isDirectory(prefix) != true {
+                        throw SpoolError(.createDirectory, SystemError("mkdir", errno: ENOTDIR), path: at)
                     }
+                } catch {
+                    throw SpoolError(.createDirectory, error, path: at)
                 }
             }
             end += 1

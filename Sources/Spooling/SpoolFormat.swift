@@ -284,9 +284,9 @@ enum SpoolNames {
 
     /// Calls `body` with the NUL-terminated file name of segment `number`, built on the stack.
     @inline(__always)
-    static func withSegmentName<R>(_ number: UInt64, extension ext: StaticString = ".spool",
-                                   _ body: (UnsafePointer<CChar>) -> R) -> R {
-        withUnsafeTemporaryAllocation(of: CChar.self, capacity: 17 + ext.utf8CodeUnitCount) { buf in
+    static func withSegmentName<R, E: Error>(_ number: UInt64, extension ext: StaticString = ".spool",
+                                             _ body: (UnsafePointer<CChar>) throws(E) -> R) throws(E) -> R {
+        try withUnsafeTemporaryAllocation(of: CChar.self, capacity: 17 + ext.utf8CodeUnitCount) { buf throws(E) in
             var v = number
             for i in stride(from: 15, through: 0, by: -1) {
                 let d = UInt8(v & 0xF)
@@ -298,7 +298,7 @@ enum SpoolNames {
                 for c in e { buf[n] = CChar(bitPattern: c); n += 1 }
             }
             buf[n] = 0
-            return body(buf.baseAddress!)
+            return try body(buf.baseAddress!)
         }
     }
 

@@ -76,10 +76,7 @@ extension Spool {
         if kept.isEmpty {
             // No segment: start one at the first unused sequence number.
             let name = max(cursorHead, previous.map { $0 + 1 } ?? 0)
-            let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o640) }
-            guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
-            Ownership.inherit(fd, fromDirectory: dirFD)
-            Glibc.close(fd)
+            try createSegment(name).close()
             dirDirty = true
             kept.append((name, SegmentScan()))
         }
@@ -100,29 +97,25 @@ extension Spool {
 
     /// The segment numbers in the directory, oldest first; leftover temporary files are removed.
     private func listSegments() throws(SpoolError) -> [UInt64] {
-        let fd = dup(dirFD)
-        guard fd >= 0 else { throw SpoolError(.listDirectory, SystemError("readdir"), path: directory) }
-        guard let dir = fdopendir(fd) else {
-            let e = errno
-            Glibc.close(fd)
-            throw SpoolError(.listDirectory, SystemError("readdir", errno: e), path: directory)
+        var found: [UInt64] = []
+        var temporaries: [String] = []
+        do {
+            try dirFD!.forEachEntry { name in
+                if let number = SpoolNames.parseSegment(name) { found.append(number) }
+                let n = strlen(name)
+                if n > 4 && strcmp(name + (n - 4), ".tmp") == 0 { temporaries.append(String(cString: name)) }
+            }
+        } catch {
+            throw SpoolError(.listDirectory, error, path: directory)
         }
-        defer { closedir(dir) }
-        rewinddir(dir)
+        for name in temporaries {
+            // Left by a replace that did not finish; one that cannot be removed is no matter.
+            try? dirFD!.unlink(name)
+            dirDirty = true
+        }
         var names: [UInt64] = []
-        while let entry = readdir(dir) {
-            let found: (UInt64?, Bool) = withUnsafePointer(to: &entry.pointee.d_name) { tuple in
-                tuple.withMemoryRebound(to: CChar.self, capacity: 256) { name in
-                    let n = strlen(name)
-                    let isTemporary = n > 4 && strcmp(name + (n - 4), ".tmp") == 0
-                    if isTemporary { unlinkat(dirFD, name, 0) }
-                    return (SpoolNames.parseSegment(name), isTemporary)
-                }
-            }
-            if let number = found.0 {
-                if try segmentIsPlausible(number) { names.append(number) } else { dirDirty = true }
-            }
-            if found.1 { dirDirty = true }
+        for number in found {
+            if try segmentIsPlausible(number) { names.append(number) } else { dirDirty = true }
         }
         names.sort()
         return names
@@ -132,39 +125,30 @@ extension Spool {
     /// or the largest the daemon has ever used, 1 MiB, for segments written under another bound).
     /// A larger file is renamed to `<name>.oversized` and left unread.
     private func segmentIsPlausible(_ name: UInt64) throws(SpoolError) -> Bool {
-        var st = stat()
-        let found = SpoolNames.withSegmentName(name) { fstatat(dirFD, $0, &st, AT_SYMLINK_NOFOLLOW) } == 0
-        guard found, Int(st.st_size) > max(segmentBytes, 1 << 20) else { return true }
-        let moved = SpoolNames.withSegmentName(name) { from in
-            SpoolNames.withSegmentName(name, extension: ".spool.oversized") { renameat(dirFD, from, dirFD, $0) }
+        let st = SpoolNames.withSegmentName(name) { try? dirFD!.status(of: $0, followingLinks: false) }
+        guard let st, Int(st.st_size) > max(segmentBytes, 1 << 20) else { return true }
+        do {
+            try SpoolNames.withSegmentName(name) { from throws(SystemError) in
+                try SpoolNames.withSegmentName(name, extension: ".spool.oversized") { to throws(SystemError) in try dirFD!.rename(from, to: to) }
+            }
+        } catch {
+            throw SpoolError(.rename, error, path: path(segment: name))
         }
-        guard moved == 0 else { throw SpoolError(.rename, SystemError("rename"), path: path(segment: name)) }
         recovery.movedAside += 1
         return false
     }
 
     /// Reads a whole segment file.
     private func readSegmentFile(_ name: UInt64) throws(SpoolError) -> [UInt8] {
-        let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_RDONLY | O_CLOEXEC) }
-        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
-        defer { Glibc.close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw SpoolError(.read, SystemError("read"), path: path(segment: name)) }
-        var failure: SystemError? = nil
-        let bytes = [UInt8](unsafeUninitializedCapacity: Int(st.st_size)) { buffer, count in
-            while count < buffer.count {
-                do throws(SystemError) {
-                    let n = try Syscall.blocking("pread") { pread(fd, buffer.baseAddress! + count, buffer.count - count, off_t(count)) }
-                    if n == 0 { break }
-                    count += n
-                } catch {
-                    failure = error
-                    break
-                }
-            }
+        let fd = try openSegment(name, O_RDONLY)
+        defer { fd.close() }
+        do {
+            // A segment is no larger than `max(segmentBytes, 1 MiB)` (larger files were moved
+            // aside unread), but the bound is not what keeps it so: read whatever is there.
+            return try fd.readToEnd(limit: .max)!
+        } catch {
+            throw SpoolError(.read, error, path: path(segment: name))
         }
-        if let failure { throw SpoolError(.read, failure, path: path(segment: name)) }
-        return bytes
     }
 
     /// Checks every record of a segment from byte `start` on (the bytes before it are trusted),
@@ -247,51 +231,19 @@ extension Spool {
 
         if kept.isEmpty {
             // A torn or damaged tail: truncate in place.
-            let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_WRONLY | O_CLOEXEC) }
-            guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: fileName) }
-            defer { Glibc.close(fd) }
-            guard ftruncate(fd, off_t(bad)) == 0 else { throw SpoolError(.truncate, SystemError("ftruncate"), path: fileName) }
-            guard fdatasync(fd) == 0 else { throw SpoolError(.sync, SystemError("fsync"), path: fileName) }
+            let fd = try openSegment(name, O_WRONLY)
+            defer { fd.close() }
+            do { try fd.truncate(to: bad) } catch { throw SpoolError(.truncate, error, path: fileName) }
+            do { try fd.dataSync() } catch { throw SpoolError(.sync, error, path: fileName) }
             return Array(bytes[0..<bad])
         }
 
         var rewritten = Array(bytes[0..<bad])
         for (o, n) in kept { rewritten += bytes[o..<(o + n)] }
-        let tmpName = path(SpoolNames.segmentName(name, extension: ".tmp"))
-        let fd = SpoolNames.withSegmentName(name, extension: ".tmp") {
-            openat(dirFD, $0, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o640)
-        }
-        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: tmpName) }
-        Ownership.inherit(fd, fromDirectory: dirFD)
-        var failure: (SpoolError.Operation, SystemError)? = nil
-        rewritten.withUnsafeBytes { r in
-            var done = 0
-            while done < r.count {
-                let n: Int
-                do throws(SystemError) {
-                    n = try Syscall.blocking("write") { write(fd, r.baseAddress! + done, r.count - done) }
-                } catch {
-                    failure = (.write, error)
-                    return
-                }
-                if n == 0 {
-                    failure = (.write, SystemError("write", errno: EIO))
-                    return
-                }
-                done += n
-            }
-            if fdatasync(fd) != 0 { failure = (.sync, SystemError("fdatasync")) }
-        }
-        Glibc.close(fd)
-        if let (op, e) = failure {
-            _ = SpoolNames.withSegmentName(name, extension: ".tmp") { unlinkat(dirFD, $0, 0) }
-            throw SpoolError(op, e, path: tmpName)
-        }
-        let rc = SpoolNames.withSegmentName(name, extension: ".tmp") { tmp in
-            SpoolNames.withSegmentName(name) { renameat(dirFD, tmp, dirFD, $0) }
-        }
-        guard rc == 0 else { throw SpoolError(.rename, SystemError("rename"), path: fileName) }
-        try syncDirectory()
+        // withUnsafeBytes rethrows untyped: the typed error goes through a Result.
+        try rewritten.withUnsafeBytes { r in
+            Result { () throws(SpoolError) in try replaceFile(SpoolNames.segmentName(name), with: r) }
+        }.get()
         return rewritten
     }
 
@@ -311,7 +263,7 @@ extension Spool {
         // a new inode (already synced).
         if scan.repaired {
             if index == segments.count - 1 { try reopenWriteSegment() }
-            if unsyncedFD >= 0 && unsyncedName == old.name { Glibc.close(unsyncedFD); unsyncedFD = -1 }
+            if let fd = unsyncedFD, unsyncedName == old.name { fd.close(); unsyncedFD = nil }
         }
         let records = readIndex + scan.records
         if scan.records == 0 { scan.lastSequence = readIndex > 0 ? readLastSequence : old.lastSequence }

@@ -80,7 +80,7 @@ extension Spool {
         while got < want {
             let n: Int
             do {
-                n = try Syscall.blocking("pread") { pread(fd, readBuffer.baseAddress! + got, want - got, off_t(offset + got)) }
+                n = try fd.read(fromAbsoluteOffset: offset + got, into: UnsafeMutableRawBufferPointer(rebasing: readBuffer[got..<want]))
             } catch {
                 throw SpoolError(.read, error, path: path(segment: segment.name))
             }
@@ -93,11 +93,11 @@ extension Spool {
         return (UnsafeRawPointer(readBuffer.baseAddress!), got)
     }
 
-    private func readDescriptor(for name: UInt64) throws(SpoolError) -> Int32 {
-        if readFD >= 0 && readFDSegment == name { return readFD }
-        if readFD >= 0 { Glibc.close(readFD); readFD = -1 }
-        let fd = SpoolNames.withSegmentName(name) { openat(dirFD, $0, O_RDONLY | O_CLOEXEC) }
-        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
+    private func readDescriptor(for name: UInt64) throws(SpoolError) -> FileDescriptor {
+        if let fd = readFD, readFDSegment == name { return fd }
+        readFD?.close()
+        readFD = nil
+        let fd = try openSegment(name, O_RDONLY)
         readFD = fd
         readFDSegment = name
         return fd
@@ -106,6 +106,7 @@ extension Spool {
     /// Forgets the read cache and descriptor (their segment changed or is gone).
     func invalidateReadState() {
         bufferSegment = nil
-        if readFD >= 0 { Glibc.close(readFD); readFD = -1 }
+        readFD?.close()
+        readFD = nil
     }
 }

@@ -69,29 +69,22 @@ extension Spool {
     /// that is larger: names must increase even when a power loss took sequence numbers back).
     func rotate() throws(SpoolError) {
         let name = max(nextSequence, segments[segments.count - 1].name + 1)
-        let fd = SpoolNames.withSegmentName(name) {
-            openat(dirFD, $0, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0o640)
-        }
-        guard fd >= 0 else { throw SpoolError(.open, SystemError("open"), path: path(segment: name)) }
-        Ownership.inherit(fd, fromDirectory: dirFD)
+        let fd = try createSegment(name, exclusive: true)
         let old = segments[segments.count - 1].name
         if writeDirty {
-            if unsyncedFD >= 0 {
-                let previous = unsyncedFD
-                unsyncedFD = -1
-                let rc = fdatasync(previous)
-                let e = errno
-                Glibc.close(previous)
-                if rc != 0 {
-                    Glibc.close(fd)
-                    _ = SpoolNames.withSegmentName(name) { unlinkat(dirFD, $0, 0) }
-                    throw SpoolError(.sync, SystemError("fsync", errno: e), path: path(segment: unsyncedName))
+            if let previous = unsyncedFD {
+                unsyncedFD = nil
+                defer { previous.close() }
+                do { try previous.dataSync() } catch {
+                    fd.close()
+                    _ = SpoolNames.withSegmentName(name) { try? dirFD!.unlink($0) }
+                    throw SpoolError(.sync, error, path: path(segment: unsyncedName))
                 }
             }
             unsyncedFD = writeFD
             unsyncedName = old
         } else {
-            Glibc.close(writeFD)
+            writeFD?.close()
         }
         writeFD = fd
         writeDirty = false
