@@ -3,8 +3,8 @@ import PackageDescription
 
 // Layering, bottom up (see docs/architecture.md):
 //   Profiles      pure GATT profiles and zero-copy serde; standard library only, no I/O
-//   LinuxSystem   the one system layer, libc only: Syscall and SystemError, monotonic and wall
-//                 clocks, file ownership, atomic small-file replace
+//   LinuxSystem   the one system layer, libc only: Syscall and SystemError, file descriptors,
+//                 small files, the one atomic replace, ownership, monotonic and wall clocks
 //   SharedTypes   the values several layers share: addresses, tag and sensor configuration,
 //                 backoff, log level and throttle, broker, topic and payload names, ReadingSink
 //   Reactor       the one epoll event loop that owns every descriptor and timer
