@@ -16,8 +16,7 @@ public enum ClockSync {
     /// adjtimex, a @clock system call the service's sandbox refuses (ProtectClock=) and its
     /// system call filter leaves out, so with chrony or ntpd the daemon cannot tell.
     public static func state(timesyncDirectory: String = timesyncDirectory) -> Bool? {
-        var st = stat()
-        guard stat(timesyncDirectory, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR else { return nil }
-        return access(timesyncDirectory + "/synchronized", F_OK) == 0
+        guard let st = try? FileSystem.status(timesyncDirectory), st.st_mode & S_IFMT == S_IFDIR else { return nil }
+        return (try? FileSystem.status(timesyncDirectory + "/synchronized")) != nil
     }
 }
