@@ -1,5 +1,5 @@
 // The client side end to end: TagSupervisor → AdapterQueue → EmulatedAdapter → socketpair →
-// ATTBearer → GATTClient → SensorTagSession, against emulated tags, in virtual time.
+// ATTBearer → GATTClient → DeviceSession, against emulated tags, in virtual time.
 
 import Testing
 import TestSupport

@@ -20,6 +20,7 @@
 import Acquisition
 import Profiles
 import SensorTagEmulator
+import SharedTypes
 
 /// One sensor to stream: `notification/<model>/<sensor>`.
 public struct NotificationCase: Sendable {
