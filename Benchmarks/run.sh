@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Decode benchmarks: Profiles' zero-copy decode against a naive BlueCap-style Foundation decoder,
 # one row per SensorTag payload kind; notification benchmarks: recv → decoded Reading through the
-# real client stack (EventLoop, ATTBearer, SensorTagSession, TagSupervisor) against an emulated tag,
+# real client stack (EventLoop, ATTBearer, DeviceSession, TagSupervisor) against an emulated tag,
 # one row per sensor; publish benchmarks: the daemon's whole per-reading path, notification →
 # encode → mosquitto_publish with a real mosquitto on a loopback port, and the PUBACK, one row per
 # sensor, plus the same path into the spool (docs/performance.md explains the numbers).

@@ -1,8 +1,9 @@
 // The ATT bearer: one SOCK_SEQPACKET descriptor (an LE L2CAP socket on CID 4, or one end of a
-// socketpair in tests), where one recv is exactly one PDU. It owns the ATT transaction rules:
-// one outstanding request at a time, a per-request timeout after which the bearer is unusable
-// (Vol 3 Part F 3.3.3), confirmations for indications, and an answer for every request the peer
-// sends. It knows nothing of GATT.
+// socketpair in tests), where one recv is exactly one PDU, with the time the kernel received it.
+// It owns the ATT transaction rules: one outstanding request at a time, a per-request timeout
+// after which the bearer is unusable (Vol 3 Part F 3.3.3), and an answer for every request the
+// peer sends. Notifications and indications go to their one handler, the GATT client's, which
+// confirms indications (as BlueZ's gatt-client does over bt_att). It knows nothing of GATT.
 
 #if canImport(Glibc)
 import Glibc
@@ -10,6 +11,7 @@ import CLinux
 #endif
 import Profiles
 import LinuxSystem
+import SharedTypes
 import Reactor
 
 /// Why a request did not get its response.
@@ -52,6 +54,33 @@ public enum ATTBearerCloseReason: Sendable, Equatable, CustomStringConvertible {
         case .local: return "closed locally"
         }
     }
+}
+
+/// When the kernel received a PDU, on both of the daemon's clocks.
+public struct Arrival: Sendable, Equatable {
+    /// On the event loop's clock: earlier than the loop's now by as long as the PDU waited in the
+    /// socket's queue (after a stall of the loop, the whole backlog is read at once, but each PDU
+    /// keeps its own time). Rates are judged by it.
+    public var instant: Instant
+    /// The kernel's receive stamp (CLOCK_REALTIME), or the time of the read when the socket gives
+    /// none: the time a reading of the value is published with.
+    public var wall: WallTime
+
+    public init(instant: Instant, wall: WallTime) {
+        self.instant = instant
+        self.wall = wall
+    }
+
+    /// Now on both clocks: for a value no PDU brought (a sensor's resting value).
+    public static func now(on loop: EventLoop) -> Arrival {
+        var wall = timespec()
+        clock_gettime(CLOCK_REALTIME, &wall)
+        return Arrival(instant: loop.now, wall: WallTime(wall))
+    }
+}
+
+extension WallTime {
+    init(_ t: timespec) { self.init(nanosecondsSinceEpoch: Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)) }
 }
 
 /// What the bearer has seen; the session publishes these as metrics.
@@ -110,16 +139,16 @@ public final class ATTBearer {
     public var requestTimeout: Duration = .seconds(10)
     public private(set) var counters = ATTCounters()
     public private(set) var isOpen = true
-    /// When the kernel received the PDU being handled, on the loop's clock: earlier than `loop.now`
-    /// by as long as it waited in the socket's queue (after a stall of the loop, the whole
-    /// backlog is read at once, but each PDU keeps its own time). `loop.now` when the socket
-    /// gives no receive time.
-    public private(set) var arrival: Instant
+    /// When the kernel received the PDU being handled. On the loop's clock that is `loop.now`,
+    /// and on the wall clock the time of the read, when the socket gives no receive time.
+    public private(set) var arrival: Arrival
 
-    /// Notifications (client role). The span is the value inside the receive buffer: valid only
-    /// during the call.
+    /// Notifications (client role): the GATT client's, which hands them on by handle. The span is
+    /// the value inside the receive buffer: valid only during the call.
     public var onNotification: ValueHandler?
-    /// Indications (client role); the confirmation is sent after the handler returns.
+    /// Indications (client role). The handler confirms each (`send` of a Handle Value
+    /// Confirmation), once whoever it hands the value to is done; without a handler the bearer
+    /// confirms it itself, since nobody else will and the peer waits for it.
     public var onIndication: ValueHandler?
     /// Requests and commands from the peer (server role). Without a handler the bearer answers
     /// as a client with no attributes. The handler must answer every request with `send`.
@@ -153,7 +182,7 @@ public final class ATTBearer {
         self.loop = loop
         self.rx = .allocate(byteCount: ATT.maximumMTU + 1, alignment: 8)
         self.control = .allocate(byteCount: collectord_recv_control_size(), alignment: 8)
-        self.arrival = loop.now
+        self.arrival = .now(on: loop)
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
         // Without them (a socket type that refuses), PDUs count as received when read.
@@ -313,8 +342,8 @@ public final class ATTBearer {
 
     private func ready(_ events: IOEvents) {
         if events.contains(.writable) { flush() }
-        // Both clocks once per batch: a PDU's age is wall-clock time (the kernel's stamp), its
-        // arrival is on the loop's clock.
+        // Both clocks once per batch: a PDU's age is wall-clock time (the kernel's stamp), and its
+        // arrival is given on both clocks; without a stamp, it is the time of this batch's reads.
         let now = loop.now
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
@@ -344,7 +373,8 @@ public final class ATTBearer {
             if n > 0 {
                 counters.received += 1
                 counters.kernelDropped = UInt64(drops)
-                arrival = ATTBearer.arrival(stamp: stamp, wall: wall, now: now)
+                arrival = Arrival(instant: ATTBearer.arrival(stamp: stamp, wall: wall, now: now),
+                                  wall: ATTBearer.wallArrival(stamp: stamp, wall: wall))
                 if n > rx.count || n > mtu {
                     counters.oversized += 1
                     if let p = pending, n > mtu, let op = ATTOpcode(rawValue: rx[0]), op.isResponse {
@@ -370,6 +400,13 @@ public final class ATTBearer {
         return Instant(nanoseconds: now.nanoseconds - min(UInt64(age), now.nanoseconds))
     }
 
+    /// The kernel's `stamp` as it is, or `wall` (read as this batch of reads began) when there is
+    /// none. Not bounded by `wall`: a stamp is the wall clock's own time of the arrival, whatever
+    /// the clock did since.
+    static func wallArrival(stamp: timespec, wall: timespec) -> WallTime {
+        WallTime(stamp.tv_sec > 0 ? stamp : wall)
+    }
+
     private func dispatch(length n: Int) {
         let pdu: ATTPDU
         do {
@@ -385,9 +422,12 @@ public final class ATTBearer {
             onNotification?(handle, span.extracting(3..<n))
         case .indication(let handle):
             counters.indications += 1
-            onIndication?(handle, span.extracting(3..<n))
-            reply.confirmation()
-            transmit(reply.bytes)
+            if let onIndication {
+                onIndication(handle, span.extracting(3..<n))
+            } else {
+                reply.confirmation()
+                transmit(reply.bytes)
+            }
         case .errorResponse(let request, _, _):
             if let p = pending, p.request == request {
                 finish(p, .success(pdu), length: n)

@@ -1,7 +1,10 @@
 // The GATT client procedures (Core Spec Vol 3 Part G, section 4) over an ATT bearer: MTU
 // exchange, primary service, characteristic and descriptor discovery, read (continued with read
-// blob when the value fills the MTU), write request and write command. Discovery results are
-// plain values so a session can cache them per tag and skip discovery on reconnect.
+// blob when the value fills the MTU), write request and write command; and the values the server
+// notifies or indicates, handed by handle to whoever registered for them, with the time the
+// kernel received them, each indication confirmed once they are done (as in BlueZ's
+// src/shared/gatt-client.c). Discovery results are plain values so a session can cache them per
+// tag and skip discovery on reconnect. A session sees its link only through its client.
 
 import Profiles
 
@@ -70,6 +73,8 @@ public enum GATTError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 public final class GATTClient {
+    /// The link, for its owner (its counters and descriptor); the client's user goes through the
+    /// client. The client takes the bearer's notification and indication handlers over.
     public let bearer: ATTBearer
     private var writer = ATTWriter()
 
@@ -78,6 +83,92 @@ public final class GATTClient {
 
     public init(bearer: ATTBearer) {
         self.bearer = bearer
+        bearer.onNotification = { [weak self] handle, value in self?.received(handle, value, indication: false) }
+        bearer.onIndication = { [weak self] handle, value in self?.received(handle, value, indication: true) }
+    }
+
+    deinit {
+        // The bearer confirms indications itself once nobody handles them.
+        bearer.onNotification = nil
+        bearer.onIndication = nil
+    }
+
+    // MARK: The link
+
+    /// Called once, when the link closes for any reason.
+    public var onClose: ((ATTBearerCloseReason) -> Void)? {
+        get { bearer.onClose }
+        set { bearer.onClose = newValue }
+    }
+
+    public var isOpen: Bool { bearer.isOpen }
+
+    /// Closes the link; `onClose` hears `.local`.
+    public func close() { bearer.close(.local) }
+
+    /// Reads what the link's socket holds now, as the loop would once it finds it readable: a
+    /// timer that judges the link by what arrived calls this first (`ATTBearer.readPending`).
+    public func readPending() { bearer.readPending() }
+
+    /// PDUs the kernel dropped on this link because its receive queue was full, as of the last
+    /// one read.
+    public var kernelDropped: UInt64 { bearer.counters.kernelDropped }
+
+    // MARK: Notifications and indications
+
+    /// A value the server notified or indicated: its handle, the value (a span over the bearer's
+    /// receive buffer, valid only during the call) and when the kernel received it.
+    public typealias ValueHandler = (_ handle: UInt16, _ value: borrowing RawSpan, _ arrival: Arrival) -> Void
+
+    /// One registration, to end with `unregister`.
+    public struct ValueRegistration: Sendable, Hashable {
+        fileprivate let id: UInt64
+    }
+
+    private struct Registration {
+        let id: UInt64
+        let handle: UInt16
+        let handler: ValueHandler
+    }
+    private var registrations: [Registration] = []
+    private var lastRegistration: UInt64 = 0
+    private static let confirmation: [UInt8] = [ATTOpcode.handleValueConfirmation.rawValue]
+
+    /// Notified or indicated values on handles nobody registered for (counted, otherwise dropped).
+    public private(set) var unclaimedValues: UInt64 = 0
+
+    /// Calls `handler` with every value the server notifies or indicates on `handle`, until
+    /// `unregister`. Several registrations of one handle each get its values, in the order made.
+    /// Subscribing (the CCCD write) is the caller's.
+    @discardableResult
+    public func register(valuesOf handle: UInt16, _ handler: @escaping ValueHandler) -> ValueRegistration {
+        lastRegistration &+= 1
+        registrations.append(Registration(id: lastRegistration, handle: handle, handler: handler))
+        return ValueRegistration(id: lastRegistration)
+    }
+
+    public func unregister(_ registration: ValueRegistration) {
+        registrations.removeAll { $0.id == registration.id }
+    }
+
+    public func unregisterAll() {
+        registrations.removeAll()
+    }
+
+    /// The hot path: a scan over the registrations (a dozen at most), no allocation. An indication
+    /// is confirmed once every handler has returned, whether anyone took it or not, so the
+    /// server's next one may come.
+    private func received(_ handle: UInt16, _ value: borrowing RawSpan, indication: Bool) {
+        let arrival = bearer.arrival
+        // A handler that unregisters (a session ending) changes `registrations`, not this copy.
+        let list = registrations
+        var claimed = false
+        for r in list where r.handle == handle {
+            claimed = true
+            r.handler(handle, value, arrival)
+        }
+        if !claimed { unclaimedValues &+= 1 }
+        if indication { bearer.send(GATTClient.confirmation) }
     }
 
     // MARK: MTU
@@ -272,34 +363,40 @@ public final class GATTClient {
 
     /// Reads a value; a value that fills the MTU is continued with Read Blob until it ends.
     public func read(_ handle: UInt16, _ completion: @escaping (Result<[UInt8], GATTError>) -> Void) {
+        read(handle, withArrival: { result, _ in completion(result) })
+    }
+
+    /// `read`, with when the kernel received the (last) response: a value read is taken at that
+    /// time, as a notified one is at its own arrival.
+    public func read(_ handle: UInt16, withArrival completion: @escaping (Result<[UInt8], GATTError>, Arrival) -> Void) {
         writer.read(handle)
         bearer.request(writer.bytes) { [self] result, bytes in
             switch result {
-            case .failure(let e): completion(.failure(.att(e)))
+            case .failure(let e): completion(.failure(.att(e)), bearer.arrival)
             case .success(.readResponse):
                 var value: [UInt8] = []
                 for i in 1..<bytes.byteCount { value.append(UInt8.load(from: bytes, at: i)) }
-                if bytes.byteCount == bearer.mtu { readBlob(handle, value, completion) } else { completion(.success(value)) }
+                if bytes.byteCount == bearer.mtu { readBlob(handle, value, completion) } else { completion(.success(value), bearer.arrival) }
             case .success(let other):
-                completion(.failure(.protocolViolation("unexpected \(other) to a read")))
+                completion(.failure(.protocolViolation("unexpected \(other) to a read")), bearer.arrival)
             }
         }
     }
 
-    private func readBlob(_ handle: UInt16, _ value: [UInt8], _ completion: @escaping (Result<[UInt8], GATTError>) -> Void) {
-        guard value.count < 512 else { return completion(.success(value)) }
+    private func readBlob(_ handle: UInt16, _ value: [UInt8], _ completion: @escaping (Result<[UInt8], GATTError>, Arrival) -> Void) {
+        guard value.count < 512 else { return completion(.success(value), bearer.arrival) }
         writer.readBlob(handle, offset: UInt16(value.count))
         bearer.request(writer.bytes) { [self] result, bytes in
             switch result {
             case .failure(.error(.attributeNotLong, _)), .failure(.error(.invalidOffset, _)):
-                completion(.success(value))
-            case .failure(let e): completion(.failure(.att(e)))
+                completion(.success(value), bearer.arrival)
+            case .failure(let e): completion(.failure(.att(e)), bearer.arrival)
             case .success(.readBlobResponse):
                 var value = value
                 for i in 1..<bytes.byteCount { value.append(UInt8.load(from: bytes, at: i)) }
-                if bytes.byteCount == bearer.mtu { readBlob(handle, value, completion) } else { completion(.success(value)) }
+                if bytes.byteCount == bearer.mtu { readBlob(handle, value, completion) } else { completion(.success(value), bearer.arrival) }
             case .success(let other):
-                completion(.failure(.protocolViolation("unexpected \(other) to a read blob")))
+                completion(.failure(.protocolViolation("unexpected \(other) to a read blob")), bearer.arrival)
             }
         }
     }

@@ -201,7 +201,7 @@ public final class TagSupervisor {
     public var random: () -> Double = { Double.random(in: 0..<1) }
 
     public private(set) var state: State = .idle
-    public private(set) var session: SensorTagSession?
+    public private(set) var session: DeviceSession?
     /// Consecutive failed attempts since the last successful setup.
     public private(set) var failures = 0
     public private(set) var reconnects: UInt64 = 0
@@ -333,7 +333,7 @@ public final class TagSupervisor {
         connectedSince = loop.now
         emit(.connected)
         state = .settingUp
-        let s = SensorTagSession(tag: tag, bearer: bearer, loop: loop, cache: cache, sink: sink, counters: counters)
+        let s = DeviceSession(tag: tag, client: GATTClient(bearer: bearer), loop: loop, cache: cache, sink: sink, counters: counters)
         s.delegate = self
         session = s
         timer = loop.schedule(after: setupTimeout) { [weak self] in
@@ -392,7 +392,7 @@ public final class TagSupervisor {
         }
     }
 
-    private func endSession(_ s: SensorTagSession, event: ConnectionEvent) {
+    private func endSession(_ s: DeviceSession, event: ConnectionEvent) {
         guard session === s else { return }
         retire(s)
         s.delegate = nil
@@ -403,7 +403,7 @@ public final class TagSupervisor {
     }
 
     /// The session is over: its counters become the tag's.
-    private func retire(_ s: SensorTagSession) {
+    private func retire(_ s: DeviceSession) {
         counters = s.counters
         endedLinks = endedLinks + s.bearer.counters
         session = nil
@@ -413,8 +413,8 @@ public final class TagSupervisor {
     private func log(_ level: LogLevel, _ message: String) { delegate?.supervisor(self, log: level, message) }
 }
 
-extension TagSupervisor: SensorTagSessionDelegate {
-    public func sessionReady(_ session: SensorTagSession) {
+extension TagSupervisor: DeviceSessionDelegate {
+    public func sessionReady(_ session: DeviceSession) {
         guard self.session === session else { return }
         loop.cancel(timer)
         timer = nil
@@ -425,7 +425,7 @@ extension TagSupervisor: SensorTagSessionDelegate {
         emit(.ready(model: session.model ?? .cc2541, firmware: session.firmware))
     }
 
-    public func session(_ session: SensorTagSession, didEndWith reason: SessionEnd) {
+    public func session(_ session: DeviceSession, didEndWith reason: SessionEnd) {
         guard self.session === session else { return }
         retire(session)
         loop.cancel(timer)
@@ -439,7 +439,7 @@ extension TagSupervisor: SensorTagSessionDelegate {
         }
     }
 
-    public func session(_ session: SensorTagSession, log level: LogLevel, _ message: String) {
+    public func session(_ session: DeviceSession, log level: LogLevel, _ message: String) {
         delegate?.supervisor(self, log: level, message)
     }
 }

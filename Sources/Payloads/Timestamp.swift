@@ -7,6 +7,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SharedTypes
 
 /// A point in UTC, to the millisecond.
 public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible {
@@ -22,6 +23,12 @@ public struct Timestamp: Sendable, Hashable, Comparable, CustomStringConvertible
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Timestamp(millisecondsSinceEpoch: Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000)
+    }
+
+    /// `time` truncated to the millisecond (towards the past, as `now()` is): a reading's arrival.
+    public init(_ time: WallTime) {
+        let ns = time.nanosecondsSinceEpoch
+        millisecondsSinceEpoch = ns / 1_000_000 - (ns % 1_000_000 < 0 ? 1 : 0)
     }
 
     public static func < (a: Timestamp, b: Timestamp) -> Bool { a.millisecondsSinceEpoch < b.millisecondsSinceEpoch }

@@ -80,6 +80,12 @@ public struct SensorProfile: Sendable {
     let layout: Layout
     /// The configuration's description, for a declared sensor: its enable and period writes.
     public var declared: DeclaredCharacteristic? = nil
+    /// What switching the sensor on takes besides its enable value, run in order before and after
+    /// writing it: the CC2541 barometer's calibration before, the CC2650 movement config read back
+    /// after (`readsConfigBack`). Empty for every other sensor. A device that lacks a
+    /// characteristic one of these names gets none of that list.
+    public var beforeEnable: [SetupStep] = []
+    public var afterEnable: [SetupStep] = []
 
     enum Layout: Sendable {
         case cc2541Temperature, cc2541Accelerometer, cc2541Humidity, cc2541Magnetometer
@@ -432,7 +438,9 @@ public struct SensorProfile: Sendable {
                  config: CC2541.Magnetometer.Config.self, .cc2541Magnetometer),
         .triplet(.barometer, .cc2541, CC2541.Barometer.self, CC2541.Barometer.Data.self,
                  config: CC2541.Barometer.Config.self, .cc2541Barometer,
-                 calibration: CC2541.Barometer.Calibration.self),
+                 calibration: CC2541.Barometer.Calibration.self,
+                 beforeEnable: [.write("calibrate", CC2541.Barometer.Config.uuid, [CC2541.Barometer.Config.calibrate.rawValue]),
+                                .read("read calibration", CC2541.Barometer.Calibration.uuid, into: .barometerCalibration)]),
         .triplet(.gyroscope, .cc2541, CC2541.Gyroscope.self, CC2541.Gyroscope.Data.self,
                  config: CC2541.Gyroscope.Config.self, .cc2541Gyroscope),
         SensorProfile(sensor: .keys, generation: .cc2541, service: SimpleKeys.profile, data: SimpleKeys.Data.uuid,
@@ -455,7 +463,7 @@ public struct SensorProfile: Sendable {
         .triplet(.barometer, .cc2650, CC2650.Barometer.self, CC2650.Barometer.Data.self,
                  config: CC2650.Barometer.Config.self, .cc2650Barometer, dataLength: .either(6, 4)),
         .triplet(.movement, .cc2650, CC2650.Movement.self, CC2650.Movement.Data.self,
-                 config: CC2650.Movement.Config.self, .cc2650Movement, readsConfigBack: true),
+                 config: CC2650.Movement.Config.self, .cc2650Movement, readBack: .movementConfig),
         .triplet(.light, .cc2650, CC2650.Optical.self, CC2650.Optical.Data.self,
                  config: CC2650.Optical.Config.self, .cc2650Optical),
         SensorProfile(sensor: .keys, generation: .cc2650, service: SimpleKeys.profile, data: SimpleKeys.Data.uuid,
@@ -473,21 +481,25 @@ public struct SensorProfile: Sendable {
                       readsConfigBack: false, layout: .cc2650IO),
     ]
 
-    /// A Data/Config/Period sensor service.
+    /// A Data/Config/Period sensor service. `readBack`: the config is read back once written, as
+    /// that settings value (`afterEnable`).
     static func triplet<S: SensorServiceConfigurable, D: CharacteristicConfigurable, C: CharacteristicConfigurable>(
         _ sensor: Sensor, _ generation: Model.Generation, _: S.Type, _: D.Type, config _: C.Type, _ layout: Layout,
         calibration: (any CharacteristicConfigurable.Type)? = nil, dataLength: ByteLength? = nil,
-        readsConfigBack: Bool = false
+        beforeEnable: [SetupStep] = [], readBack: SettingsValue? = nil
     ) -> SensorProfile {
         var characteristics = [CharacteristicProfile(D.self), CharacteristicProfile(C.self),
                                CharacteristicProfile(UpdatePeriod<S>.self)]
         if let calibration { characteristics.append(CharacteristicProfile(calibration)) }
-        return SensorProfile(
+        var profile = SensorProfile(
             sensor: sensor, generation: generation,
             service: ServiceProfile(S.self, characteristics: characteristics),
             data: D.uuid, config: C.uuid, period: S.periodUUID, calibration: calibration?.uuid,
             periodLimits: S.periodLimits, dataLength: dataLength ?? .exactly(D.initialValue.count),
-            notifies: true, zeroMeansNoData: true, readsConfigBack: readsConfigBack, layout: layout)
+            notifies: true, zeroMeansNoData: true, readsConfigBack: readBack != nil, layout: layout)
+        profile.beforeEnable = beforeEnable
+        if let readBack { profile.afterEnable = [.read("read back config", C.uuid, into: readBack)] }
+        return profile
     }
 }
 

@@ -93,13 +93,13 @@ public final class Publication: MQTTPublisherDelegate {
         /// The hot path. Encodes into the publication's reused buffer and hands it to the outbox;
         /// what cannot be delivered now (or must wait behind older spooled messages, to keep order)
         /// goes to the spool.
-        public func take(_ reading: Reading, sensor: Int) {
+        public func take(_ reading: Reading, sensor: Int, arrival: WallTime) {
             let p = publication
             // The number comes from the store, which every publication of the daemon shares.
             readings.useSequence(p.sequences.take(slots[sensor]), for: sensor)
             let topic: String
             do {
-                topic = try readings.encode(reading, index: sensor, time: .now(), timeSynced: p.clockSynced, into: &p.buffer)
+                topic = try readings.encode(reading, index: sensor, time: Timestamp(arrival), timeSynced: p.clockSynced, into: &p.buffer)
             } catch {
                 p.rejected += 1
                 p.logRejected(config.name, config.sensors[sensor].sensor, error)

@@ -35,7 +35,7 @@ public struct TagReadings: Sendable {
     }
 
     /// Encodes `reading` of the sensor at `index` into `buffer` (replacing its contents) with that
-    /// sensor's next sequence number, and returns the sensor's topic. The sequence number is used
+    /// sensor's next sequence number and `time`, when it arrived, and returns the sensor's topic. The sequence number is used
     /// up even when the reading does not fit, so a gap in the numbers shows the loss. Does not
     /// allocate.
     public mutating func encode(_ reading: Reading, index: Int, time: Timestamp, timeSynced: Bool = true,

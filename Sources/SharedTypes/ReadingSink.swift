@@ -8,8 +8,10 @@ import Profiles
 /// decoded it straight to here, with no lookup by name and no delegate in between.
 ///
 /// `sensor` is the position of the reading's sensor in that tag's `TagConfiguration.sensors`,
-/// the one numbering both sides share. Called on the event loop, once per notification: an
-/// implementation must not allocate or block.
+/// the one numbering both sides share. `arrival` is when the kernel received the value (its
+/// receive stamp; the time of the read when the socket gives none): what the reading says it was
+/// taken at, however long it then waited for the event loop. Called on the event loop, once per
+/// notification: an implementation must not allocate or block.
 public protocol ReadingSink: AnyObject {
-    func take(_ reading: Reading, sensor: Int)
+    func take(_ reading: Reading, sensor: Int, arrival: WallTime)
 }

@@ -176,7 +176,7 @@ import TestSupport
     @Test func aPDUArrivesWhenTheKernelReceivedIt() throws {
         defer { bearer.close(); close(peer) }
         var arrivals: [Instant] = []
-        bearer.onNotification = { _, _ in arrivals.append(bearer.arrival) }
+        bearer.onNotification = { _, _ in arrivals.append(bearer.arrival.instant) }
         transmit(peer, [0x1B, 0x01, 0x00, 0xAA])
         let wall = SystemClock()
         let sent = wall.now
@@ -289,14 +289,18 @@ import TestSupport
         #expect(bearer.counters.oversized == 2)
     }
 
+    /// The GATT client takes the indications and confirms them (`GATTClientValueTests`); the
+    /// bearer answers the peer's own requests.
     @Test func indicationsAreConfirmedAndMTURequestsHonoured() throws {
         defer { bearer.close(); close(peer) }
         var seen: UInt16 = 0
-        bearer.onIndication = { handle, _ in seen = handle }
+        let client = GATTClient(bearer: bearer)
+        client.register(valuesOf: 0x30) { handle, _, _ in seen = handle }
         transmit(peer, [0x1D, 0x30, 0x00, 0x01])
         transmit(peer, [0x02, 0x40, 0x00])
         settle()
         #expect(seen == 0x30)
+        #expect(client.unclaimedValues == 0)
         #expect(receive(peer) == [0x1E])
         #expect(receive(peer) == [0x03, 0x05, 0x02])  // our 517
         #expect(bearer.mtu == 64)

@@ -191,7 +191,7 @@ final class MultiAdapterRig: TagSupervisorDelegate {
     }
 
     final class Discard: ReadingSink {
-        func take(_ reading: Reading, sensor: Int) {}
+        func take(_ reading: Reading, sensor: Int, arrival: WallTime) {}
     }
 
     func state(_ name: String) -> TagSupervisor.State? { fleet.supervisors[name]?.state }

@@ -51,13 +51,15 @@ final class EmulatorHarness {
             old.close()
         }
         let b = try ATTBearer(fd: fd, loop: loop)
+        client = GATTClient(bearer: b)
+        // Every notification raw, whatever its handle, ahead of the client (which would hand on
+        // only those registered with it).
         b.onNotification = { [weak self] handle, span in
             guard let self else { return }
             notifications.append(Received(handle: handle, value: span.withUnsafeBytes { Array($0) }, at: loop.now))
         }
         b.onClose = { [weak self] reason in self?.closeReason = reason }
         bearer = b
-        client = GATTClient(bearer: b)
         closeReason = nil
         notifications = []
     }

@@ -43,7 +43,7 @@ private func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
         func supervisor(_ s: TagSupervisor, event: ConnectionEvent) { events.append(event.name) }
         /// The rig supervises one tag at a time: `sensors` are its configured ones.
         var sensors: [SensorConfiguration] = []
-        func take(_ reading: Reading, sensor: Int) {
+        func take(_ reading: Reading, sensor: Int, arrival: WallTime) {
             readings[sensors[sensor].sensor, default: 0] += 1
         }
         func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {}

@@ -1,5 +1,5 @@
 // The client side end to end: TagSupervisor → AdapterQueue → EmulatedAdapter → socketpair →
-// ATTBearer → GATTClient → SensorTagSession, against emulated tags, in virtual time.
+// ATTBearer → GATTClient → DeviceSession, against emulated tags, in virtual time.
 
 import Testing
 import TestSupport
@@ -24,6 +24,8 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
     var emulators: [SensorTagEmulator] = []
     var events: [(tag: String, event: ConnectionEvent, at: Instant)] = []
     var readings: [String: [Sensor: [(Reading, Instant)]]] = [:]
+    /// When each of `readings` arrived, as the session gave it to the sink.
+    var arrivals: [String: [Sensor: [WallTime]]] = [:]
     var logs: [String] = []
     /// The lines logged at error level or worse.
     var errorLogs: [String] = []
@@ -79,13 +81,14 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
     }
 
     /// One tag's sink: records each reading under the tag's name and configured sensor, with the
-    /// time it arrived.
+    /// time it was taken on the loop's clock, and the arrival the session gave with it.
     final class Readings: ReadingSink {
         let tag: TagConfiguration
         unowned let fleet: Fleet
         init(of tag: TagConfiguration, into fleet: Fleet) { self.tag = tag; self.fleet = fleet }
-        func take(_ reading: Reading, sensor: Int) {
+        func take(_ reading: Reading, sensor: Int, arrival: WallTime) {
             fleet.readings[tag.name, default: [:]][tag.sensors[sensor].sensor, default: []].append((reading, fleet.loop.now))
+            fleet.arrivals[tag.name, default: [:]][tag.sensors[sensor].sensor, default: []].append(arrival)
         }
     }
 
@@ -238,6 +241,38 @@ func plausible(_ r: Reading) -> Bool {
         let allowed = 5 + Int(flood.took.nanosecondsClamped / 10_000_000)
         #expect(flood.taken <= allowed, "\(flood.taken) of 200 notifications sent back to back in \(flood.took.milliseconds) ms became readings")
         #expect(s.state == .streaming)
+    }
+
+    /// Found on issue #24: a reading's time was taken when the relay encoded it, so a backlog the
+    /// kernel queued while the loop was held up all got the moment the loop went on. The session
+    /// gives each reading to the sink with the kernel's receive time: readings sent 100 ms apart
+    /// during a stall keep that spacing however late, and however fast, they are read.
+    @Test func readingsQueuedDuringAStallKeepTheirArrivalTimes() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity, periodMilliseconds: 1000)],
+                                      floodLimit: 0)
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .humidity) >= 2 }))
+        emulator.faults.silent = true  // from here on, only the notifications sent below
+        let profile = try #require(SensorProfile.lookup(.cc2650, .humidity))
+        let handle = try #require(emulator.table.valueHandle(profile.data, in: profile.service.uuid))
+        let value = try #require(emulator.table[handle]?.value)
+        let pdu = [ATTOpcode.handleValueNotification.rawValue, UInt8(truncatingIfNeeded: handle), UInt8(truncatingIfNeeded: handle >> 8)] + value
+        let before = fleet.count("t", .humidity)
+        let sent = wallNow()
+        for i in 0..<10 {
+            emulator.bearer?.sendRaw(pdu)
+            if i < 9 { letRealTimePass(.milliseconds(100)) }
+        }
+        letRealTimePass(.milliseconds(500))  // the loop is still held up
+        let read = wallNow()
+        fleet.clock.advance(by: read - sent)
+        #expect(fleet.run(until: { fleet.count("t", .humidity) >= before + 10 }, limit: .seconds(1)))
+        let arrivals = Array((fleet.arrivals["t"]?[.humidity] ?? []).suffix(10))
+        try #require(arrivals.count == 10)
+        let gaps = zip(arrivals, arrivals.dropFirst()).map { ($1 - $0).milliseconds }
+        #expect(gaps.allSatisfy { $0 >= 100 }, "sent at least 100 ms apart: \(gaps) ms")
+        #expect(arrivals[0] >= sent && read - arrivals[9] >= .milliseconds(500), "stamped when sent, not when read")
     }
 
     /// A handler that holds the loop up (a slow disk under the spool's write, a busy Pi) past the

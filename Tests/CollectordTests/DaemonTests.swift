@@ -323,6 +323,57 @@ import TestSupport
         }
     }
 
+    /// Found on issue #24: a reading's time was when it was encoded, not when it arrived, so the
+    /// readings the kernel queued while the daemon was held up (SIGSTOP here; a slow disk or a
+    /// busy Pi in the field) all carried the moment it went on. Each keeps the kernel's receive
+    /// time: a tag notifying every 100 ms through a 3 s stop gives readings 100 ms apart, with no
+    /// 3 s hole followed by a pile of identical times.
+    @Test func readingsQueuedWhileTheDaemonWasStoppedKeepTheirArrivalTimes() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port)
+        let sockets = try makeTemporaryDirectory("stopped-daemon")
+        defer { try? FileManager.default.removeItem(at: sockets) }
+        // The tag is its own process, so it goes on notifying while the daemon is stopped.
+        let tag = try ChildProcess(DecodeProcessTests.binary.path, ["emulate", "--socket-dir", sockets.path, "--tags", "1",
+                                                                  "--first-address", "00:AA:01:01:00:01", "--interval-us", "100000"])
+        // Every notification is a reading: no flood limit at ten times the sensors' periods.
+        let daemon = try DaemonProcess(config: "flood_limit = 0\n" + config(port: broker.port, tags: kitchenOnly))
+        try daemon.start(tagSockets: sockets.path)
+        let humidity = "kitchen/humidity"
+        #expect(sub.waitFor { $0.seqs(humidity).count >= 5 }, "the tag streams")
+        daemon.signal(SIGSTOP)
+        // The stall is the scenario, not a wait for a condition: the tag's notifications queue in
+        // the daemon's socket for these 3 s.
+        let stall: TimeInterval = 3
+        Thread.sleep(forTimeInterval: stall)
+        let stopped = sub.seqs(humidity).max() ?? 0
+        daemon.signal(SIGCONT)
+        #expect(sub.waitFor { ($0.seqs(humidity).max() ?? 0) >= stopped + Int(stall * 10) + 10 }, "the backlog, then live readings")
+        daemon.stop()
+        tag.stop(gracefully: true)
+        sub.stop()
+
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var times: [Int: Date] = [:]
+        for line in sub.lines {
+            guard let r = Published(line), "\(r.tag)/\(r.sensor)" == humidity,
+                  let json = try? JSONSerialization.jsonObject(with: Data(line.payload.utf8)) as? [String: Any],
+                  let text = json["time"] as? String, let time = formatter.date(from: text) else { continue }
+            times[r.seq] = time
+        }
+        // The readings around the stall: from a few before it to those the stall queued and more.
+        let around = (max(0, stopped - 3)...(stopped + Int(stall * 10) + 5)).compactMap { times[$0] }
+        try #require(around.count >= Int(stall * 10), "\(around.count) readings around the stall")
+        let gaps = zip(around, around.dropFirst()).map { $1.timeIntervalSince($0) }
+        // 100 ms apart each (the tag's timer, with a busy machine's slack), never a hole the
+        // length of the stall; and the backlog spans the stall rather than a single instant.
+        #expect(gaps.max()! < stall / 2, "consecutive readings' times differ by up to \(gaps.max()!) s: \(gaps)")
+        #expect(around.last!.timeIntervalSince(around.first!) >= stall * 0.8, "\(around.count) readings span \(around.last!.timeIntervalSince(around.first!)) s")
+        let same = gaps.filter { $0 < 0.01 }.count
+        #expect(same <= 3, "\(same) consecutive readings within 10 ms of each other: \(gaps)")
+    }
+
     /// Found by an independent review: the Firmware Revision String (up to 512 bytes, newlines
     /// allowed) reached the log as received, so `1.50\n<0>…` started a line of its own that
     /// journald takes as an emergency from collectord. Every log line is now one line.

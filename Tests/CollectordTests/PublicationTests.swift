@@ -69,8 +69,9 @@ final class PublicationFixture {
         index = configuration.tags[0].sensors.firstIndex { $0.sensor == sensor }!
     }
 
+    /// `count` readings, arrived now.
     func publish(_ count: Int) {
-        for _ in 0..<count { sink.take(reading, sensor: index) }
+        for _ in 0..<count { sink.take(reading, sensor: index, arrival: wallNow()) }
     }
 
     /// Waits (without the loop: the broker delivers on its own) for `count` messages.
@@ -90,7 +91,30 @@ final class PublicationFixture {
     enum FixtureError: Error { case configurationRejected }
 }
 
+/// CLOCK_REALTIME now, as the kernel stamps what it receives.
+func wallNow() -> WallTime {
+    var ts = timespec()
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return WallTime(nanosecondsSinceEpoch: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
+}
+
 @Suite(.serialized) struct PublicationTests {
+    /// Found on issue #24: a reading's time was when it was encoded, so a backlog read at once
+    /// after a stall of the loop all carried one time. It is the time the reading arrived, as the
+    /// session gives it with the reading, to the millisecond.
+    @Test func aReadingCarriesTheTimeItArrived() throws {
+        let f = try PublicationFixture(client: "arrival")
+        f.publication.start()
+        #expect(f.loop.run(until: { f.publication.publisher.isConnected }, limit: .seconds(5)))
+        // 2026-01-02T03:04:05.678901234Z, and a second later.
+        f.sink.take(f.reading, sensor: f.index, arrival: WallTime(nanosecondsSinceEpoch: 1_767_323_045_678_901_234))
+        f.sink.take(f.reading, sensor: f.index, arrival: WallTime(nanosecondsSinceEpoch: 1_767_323_046_678_901_234))
+        #expect(f.loop.run(until: { f.subscriber.lines.count >= 2 }, limit: .seconds(5)))
+        let payloads = f.subscriber.lines.map(\.payload)
+        #expect(payloads.first?.contains(#""time":"2026-01-02T03:04:05.678Z""#) == true, "\(payloads)")
+        #expect(payloads.last?.contains(#""time":"2026-01-02T03:04:06.678Z""#) == true, "\(payloads)")
+    }
+
     /// Found by an independent review: a Pi has no clock of its own, so readings made before NTP
     /// set the time carried a wrong `time` that nothing told apart. They now say
     /// `"time_synced":false` while the publication is told the clock is not set (the daemon

@@ -46,7 +46,7 @@ final class StateFixture {
     func nextHumiditySequence() throws -> Int? {
         let sub = try Subscriber(port: broker.port, topic: "collectord/tags/t/humidity")
         defer { sub.stop() }
-        sink.take(reading, sensor: index)
+        sink.take(reading, sensor: index, arrival: wallNow())
         guard loop.run(until: { sub.lines.count >= 1 }, limit: .seconds(5)) else { return nil }
         return sub.lines.first.flatMap(Published.init)?.seq
     }
@@ -160,11 +160,11 @@ final class StateFixture {
         let oldSink = old.add(c.tags[0])
         old.start()
         #expect(loop.run(until: { old.publisher.isConnected }, limit: .seconds(5)))
-        for _ in 0..<3 { oldSink.take(reading, sensor: index) }
+        for _ in 0..<3 { oldSink.take(reading, sensor: index, arrival: wallNow()) }
         var stopped = false
         old.stop { stopped = true }
         try #require(!stopped, "the goodbye takes a round trip to the broker")
-        oldSink.take(reading, sensor: index)  // during the goodbye: spooled for the next publication
+        oldSink.take(reading, sensor: index, arrival: wallNow())  // during the goodbye: spooled for the next publication
         #expect(loop.run(until: { stopped }, limit: .seconds(3)))
         #expect(try String(contentsOfFile: file, encoding: .utf8).hasPrefix("collectord-sequences 1 running\n"),
                 "a publication's stop does not write numbers it does not own")
@@ -173,7 +173,7 @@ final class StateFixture {
         let sink = new.add(c.tags[0])
         new.start()
         #expect(loop.run(until: { new.publisher.isConnected }, limit: .seconds(5)))
-        sink.take(reading, sensor: index)
+        sink.take(reading, sensor: index, arrival: wallNow())
         #expect(loop.run(until: { sub.lines.count >= 5 }, limit: .seconds(5)))
         sub.stop()
         #expect(sequences(sub.lines)["t/humidity"] == [0, 1, 2, 3, 4], "the goodbye's readings replayed, then the new one's")

@@ -453,6 +453,18 @@ struct NumberAndTimeTests {
         #expect(buffer.text.contains(#""time":"9999-12-31T23:59:59.999Z""#), "\(buffer.text)")
     }
 
+    @Test("a reading's arrival, to the millisecond towards the past")
+    func fromArrival() {
+        #expect(Timestamp(WallTime(nanosecondsSinceEpoch: 1_795_323_787_123_999_999)).description == "2026-11-22T05:03:07.123Z")
+        #expect(Timestamp(WallTime(nanosecondsSinceEpoch: 0)).millisecondsSinceEpoch == 0)
+        #expect(Timestamp(WallTime(nanosecondsSinceEpoch: 999_999)).millisecondsSinceEpoch == 0)
+        #expect(Timestamp(WallTime(nanosecondsSinceEpoch: -1)).millisecondsSinceEpoch == -1)
+        #expect(Timestamp(WallTime(nanosecondsSinceEpoch: -1_000_000)).millisecondsSinceEpoch == -1)
+        #expect(Timestamp(WallTime(nanosecondsSinceEpoch: -1_000_001)).millisecondsSinceEpoch == -2)
+        #expect(Timestamp(WallTime(nanosecondsSinceEpoch: .min)).description == "1677-09-21T00:12:43.145Z")
+        #expect(Timestamp(WallTime(nanosecondsSinceEpoch: .max)).description == "2262-04-11T23:47:16.854Z")
+    }
+
     @Test("now() is CLOCK_REALTIME")
     func now() {
         // The wall clock can be stepped between the readings (NTP, or a virtual machine's host,

@@ -514,6 +514,60 @@ struct FieldShape: Equatable, CustomStringConvertible {
     }
 }
 
+// MARK: - Setup steps
+
+/// The model-specific setup is data on the profile: the CC2541 barometer's calibration (write
+/// `calibrate` to its config, read AA43) before it is switched on, the CC2650 movement config read
+/// back after; nothing for any other sensor.
+@Suite struct SetupStepTests {
+    @Test func onlyTheBarometerAndTheMovementSensorHaveSteps() throws {
+        for model in Model.allCases {
+            for profile in SensorProfile.all(for: model) {
+                switch (model.generation, profile.sensor) {
+                case (.cc2541, .barometer):
+                    #expect(profile.beforeEnable == [.write("calibrate", CC2541.Barometer.Config.uuid, [0x02]),
+                                                     .read("read calibration", CC2541.Barometer.Calibration.uuid, into: .barometerCalibration)])
+                    #expect(profile.afterEnable == [])
+                case (.cc2650, .movement):
+                    #expect(profile.beforeEnable == [])
+                    #expect(profile.afterEnable == [.read("read back config", CC2650.Movement.Config.uuid, into: .movementConfig)])
+                default:
+                    #expect(profile.beforeEnable == [] && profile.afterEnable == [], "\(model) \(profile.sensor)")
+                }
+            }
+        }
+    }
+
+    @Test func aCalibrationReadIsTakenIntoTheSettings() throws {
+        var settings = SensorSettings()
+        let note = try withRawSpan(CC2541.Barometer.Calibration.initialValue) { (span) throws(DecodeError) in
+            try settings.take(span, as: .barometerCalibration)
+        }
+        #expect(note == nil)
+        let c = try #require(settings.barometerCalibration)
+        #expect(c.c1 == 0xB281 && c.c8 == 0x15A6)
+        #expect(throws: DecodeError.self) {
+            try withRawSpan([1, 2, 3]) { (span) throws(DecodeError) in try settings.take(span, as: .barometerCalibration) }
+        }
+        #expect(settings.barometerCalibration == c, "a bad read leaves the settings as they were")
+    }
+
+    /// Some firmware ignores the range bits: the decode uses the range the tag applied, and what
+    /// differs from what was asked is said.
+    @Test func aMovementConfigReadBackSetsTheRangeApplied() throws {
+        var settings = SensorSettings(movementRange: .g4)
+        let same = try withRawSpan([0x7F, 0x01]) { (span) throws(DecodeError) in try settings.take(span, as: .movementConfig) }
+        #expect(same == nil && settings.movementRange == .g4)
+        let other = try withRawSpan([0x7F, 0x02]) { (span) throws(DecodeError) in try settings.take(span, as: .movementConfig) }
+        #expect(other == "asked for ±4 g, tag applied ±8 g; decoding with ±8 g")
+        #expect(settings.movementRange == .g8)
+        #expect(throws: DecodeError.self) {
+            try withRawSpan([0x7F]) { (span) throws(DecodeError) in try settings.take(span, as: .movementConfig) }
+        }
+        #expect(settings.movementRange == .g8)
+    }
+}
+
 // MARK: - Units
 
 @Suite struct UnitTests {

@@ -2,7 +2,7 @@
 // that the path from recv() to a decoded Reading can be measured on its own:
 //
 //   emulator's ATTBearer.sendRaw(pdu) ──socketpair──▶ EventLoop.runOnce (epoll_wait)
-//     ▶ client ATTBearer.ready (recv) ▶ dispatch (ATTPDU.parse) ▶ SensorTagSession.notification
+//     ▶ client ATTBearer.ready (recv) ▶ dispatch (ATTPDU.parse) ▶ GATTClient (by handle) ▶ DeviceSession.notified
 //     ▶ SensorProfile.decode ▶ the tag's ReadingSink, here a ReadingCounter (count += 1)
 //
 // Setup (not measured) is what the daemon does: a TagSupervisor connects through an
@@ -20,6 +20,7 @@
 import Acquisition
 import Profiles
 import SensorTagEmulator
+import SharedTypes
 
 /// One sensor to stream: `notification/<model>/<sensor>`.
 public struct NotificationCase: Sendable {
@@ -61,7 +62,7 @@ public final class ReadingCounter: ReadingSink, TagSupervisorDelegate {
 
     public init() {}
 
-    public func take(_ reading: Reading, sensor: Int) {
+    public func take(_ reading: Reading, sensor: Int, arrival: WallTime) {
         count += 1
         if keepsLast { last = reading }
     }

@@ -2,7 +2,7 @@
 // to mosquitto_publish, on one event loop with a real broker:
 //
 //   emulator's ATTBearer.sendRaw(pdu) ──socketpair──▶ EventLoop.runOnce ▶ ATTBearer (recv, parse)
-//     ▶ SensorTagSession (decode) ▶ Publication.Tag.take, the tag's sink (TagReadings.encode into
+//     ▶ DeviceSession (decode) ▶ Publication.Tag.take, the tag's sink (TagReadings.encode into
 //     the reused buffer) ▶ Outbox.send ▶ MQTTPublisher.publish ▶ mosquitto_publish
 //     ──TCP──▶ mosquitto (a child process on a loopback port)
 //   … ◀──PUBACK── mosquitto: EventLoop.runOnce ▶ MQTTPublisher.handleIO ▶ mosquitto_loop_read

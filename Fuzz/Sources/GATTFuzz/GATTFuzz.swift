@@ -1,6 +1,6 @@
 // The stateful target: a peripheral whose every move is the fuzzer's. The input scripts a peer on
 // the far end of a real SOCK_SEQPACKET socketpair, speaking ATT to the real ATTBearer →
-// GATTClient → SensorTagSession → TagSupervisor, on a ManualClock event loop, through several
+// GATTClient → DeviceSession → TagSupervisor, on a ManualClock event loop, through several
 // connections. The peer answers the client's requests validly (from the emulator's attribute
 // table and GATT server), with mutated answers, with errors or not at all; it notifies and
 // indicates known and unknown handles, sends requests of its own, lets virtual time pass and
@@ -100,7 +100,7 @@ func openDescriptors() -> Int {
 }
 
 struct WeakSession {
-    weak var session: SensorTagSession?
+    weak var session: DeviceSession?
     weak var bearer: ATTBearer?
 }
 
@@ -1009,5 +1009,5 @@ final class Weak<T: AnyObject> {
 final class CheckingSink: ReadingSink {
     unowned let harness: GATTHarness
     init(_ harness: GATTHarness) { self.harness = harness }
-    func take(_ reading: Reading, sensor: Int) { harness.took(reading, sensor: sensor) }
+    func take(_ reading: Reading, sensor: Int, arrival: WallTime) { harness.took(reading, sensor: sensor) }
 }

@@ -1,0 +1,14 @@
+// A point on the wall clock, as the kernel stamps what it receives: the time a reading arrived,
+// which acquisition knows and the payload says.
+
+/// A CLOCK_REALTIME instant: nanoseconds since 1970-01-01T00:00:00Z (negative before). A plain
+/// value, so it goes with each reading from the socket to the payload without allocating.
+public struct WallTime: Sendable, Hashable, Comparable {
+    public var nanosecondsSinceEpoch: Int64
+
+    public init(nanosecondsSinceEpoch: Int64) {
+        self.nanosecondsSinceEpoch = nanosecondsSinceEpoch
+    }
+
+    public static func < (a: WallTime, b: WallTime) -> Bool { a.nanosecondsSinceEpoch < b.nanosecondsSinceEpoch }
+}

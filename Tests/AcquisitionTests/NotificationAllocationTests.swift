@@ -1,0 +1,78 @@
+// A notification's path through the client stack must not allocate: bearer → GATT client (by
+// registration, with its arrival time) → session (pace, decode) → the tag's sink. In-process, as
+// PayloadsTests' AllocationTests do for the encoder: glibc's arena use (mallinfo2) must not grow
+// over rounds of 20,000 notifications. That cannot see an allocation freed within the same
+// notification; valgrind counts every malloc from outside the test runner:
+// `Benchmarks/run.sh --suite notification --valgrind` (see docs/performance.md).
+
+import Glibc
+import Testing
+@testable import Acquisition
+@testable import SensorTagEmulator
+import Profiles
+import LinuxSystem
+import SharedTypes
+import Reactor
+
+/// glibc's mallinfo2, through dlsym (see PayloadsTests' AllocationTests): bytes in use.
+private func arenaInUse() -> Int? {
+    #if arch(x86_64)
+    typealias MallInfo2 = @convention(c) (UnsafeMutableRawPointer) -> UnsafeMutableRawPointer?
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallinfo2") else { return nil }
+    let f = unsafeBitCast(symbol, to: MallInfo2.self)
+    var words = [Int](repeating: 0, count: 10)
+    words.withUnsafeMutableBytes { _ = f($0.baseAddress!) }
+    return words[7] + words[4]  // uordblks + hblkhd
+    #else
+    return nil
+    #endif
+}
+
+/// Counts readings and keeps the last arrival: nothing that allocates.
+private final class CountingSink: ReadingSink {
+    var count = 0
+    var last = WallTime(nanosecondsSinceEpoch: 0)
+    func take(_ reading: Reading, sensor: Int, arrival: WallTime) {
+        count += 1
+        last = arrival
+    }
+}
+
+@Suite(.serialized) struct NotificationAllocationTests {
+    @Test func aNotificationsPathDoesNotGrowTheHeap() throws {
+        let fleet = try Fleet()
+        let (s, emulator) = fleet.add(.cc2650(), name: "t", sensors: [SensorConfiguration(.humidity, periodMilliseconds: 1000)],
+                                      floodLimit: 0)
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming && fleet.count("t", .humidity) >= 2 }))
+        emulator.faults.silent = true
+        let sink = CountingSink()
+        s.sink = sink
+        let profile = try #require(SensorProfile.lookup(.cc2650, .humidity))
+        let handle = try #require(emulator.table.valueHandle(profile.data, in: profile.service.uuid))
+        let value = try #require(emulator.table[handle]?.value)
+        let pdu = [ATTOpcode.handleValueNotification.rawValue, UInt8(truncatingIfNeeded: handle), UInt8(truncatingIfNeeded: handle >> 8)] + value
+        let peer = try #require(emulator.bearer)
+        for _ in 0..<100 {  // warm up
+            peer.sendRaw(pdu)
+            fleet.loop.runOnce(maxWait: .zero)
+        }
+        // Other tests run concurrently and allocate too: the smallest growth of three rounds. One
+        // retained allocation per notification would add at least 320 KB in every round.
+        var growths: [Int] = []
+        for _ in 0..<3 {
+            let before = arenaInUse()
+            for _ in 0..<20_000 {
+                peer.sendRaw(pdu)
+                fleet.loop.runOnce(maxWait: .zero)
+            }
+            if let before, let after = arenaInUse() { growths.append(after - before) }
+        }
+        #expect(sink.count == 60_100, "every notification became a reading")
+        #expect(sink.last.nanosecondsSinceEpoch > 0)
+        if let growth = growths.min() {
+            #expect(growth < 160_000, "arena in use grew by \(growths) bytes")
+            print("notification path: 3 × 20 000 notifications, mallinfo2 in-use Δ per round \(growths) bytes")
+        }
+    }
+}
