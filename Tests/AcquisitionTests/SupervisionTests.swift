@@ -2,7 +2,7 @@
 // ATTBearer → GATTClient → SensorTagSession, against emulated tags, in virtual time.
 
 import Testing
-import TestSupport
+import TestHarness
 #if canImport(Glibc)
 import Glibc
 #endif

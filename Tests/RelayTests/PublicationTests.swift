@@ -9,7 +9,7 @@ import Profiles
 import LinuxSystem
 import SharedTypes
 import Reactor
-import TestSupport
+import TestHarness
 
 /// A broker of its own, a Publication for one tag "t" on a fresh loop, a subscriber to its
 /// humidity topic, and a humidity reading to publish.
@@ -74,7 +74,7 @@ final class PublicationFixture {
 
     /// Waits (without the loop: the broker delivers on its own) for `count` messages.
     func received(_ count: Int) -> [(topic: String, payload: String)] {
-        for _ in 0..<50 where subscriber.lines.count < count { usleep(100_000) }
+        _ = subscriber.waitFor(seconds: 5) { $0.lines.count >= count }
         return subscriber.lines
     }
 
@@ -112,10 +112,10 @@ final class PublicationFixture {
     }
 
     @Test func whetherTheClockIsSynchronisedIsReadFromTimesyncd() throws {
-        let directory = try makeTemporaryDirectory("timesync")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory("timesync")
+        defer { directory.remove() }
         #expect(ClockSync.state(timesyncDirectory: directory.path) == false, "timesyncd runs, has not synchronised")
-        FileManager.default.createFile(atPath: directory.appendingPathComponent("synchronized").path, contents: nil)
+        FileManager.default.createFile(atPath: directory.sub("synchronized"), contents: nil)
         #expect(ClockSync.state(timesyncDirectory: directory.path) == true)
         // Without timesyncd the daemon cannot tell (the sandbox refuses adjtimex): it trusts the clock.
         #expect(ClockSync.state(timesyncDirectory: directory.path + "/none") == nil)
