@@ -18,8 +18,11 @@
 // daemon's Publication once set up.
 
 import Acquisition
+import LinuxSystem
 import Profiles
+import Reactor
 import SensorTagEmulator
+import SharedTypes
 
 /// One sensor to stream: `notification/<model>/<sensor>`.
 public struct NotificationCase: Sendable {
