@@ -38,7 +38,7 @@ let package = Package(
         .library(name: "Payloads", targets: ["Payloads"]),
         .library(name: "Relay", targets: ["Relay"]),
         // For the tests and the benchmark rig (Benchmarks/), not for the daemon.
-        .library(name: "ChildProcesses", targets: ["ChildProcesses"]),
+        .library(name: "TestHarness", targets: ["TestHarness"]),
     ],
     targets: [
         .target(
@@ -112,23 +112,23 @@ let package = Package(
                 "CMosquitto",
             ]
         ),
-        // One test target per library target, named after it; TestSupport is the harness they
-        // share (a broker, a subscriber, child processes, temporary directories).
+        // One test target per library target, named after it; TestHarness is the harness they
+        // share (a broker, a subscriber, the daemon as a process, temporary directories).
         .testTarget(
             name: "ProfilesTests",
             dependencies: ["Profiles", "TestRandom"]
         ),
         .testTarget(
             name: "LinuxSystemTests",
-            dependencies: ["LinuxSystem", "TestSupport"]
+            dependencies: ["LinuxSystem", "TestHarness"]
         ),
         .testTarget(
             name: "ReactorTests",
-            dependencies: ["Reactor", "LinuxSystem", "TestSupport"]
+            dependencies: ["Reactor", "LinuxSystem", "TestHarness"]
         ),
         .testTarget(
             name: "AcquisitionTests",
-            dependencies: ["Acquisition", "SensorTagEmulator", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestSupport", "TestRandom"]
+            dependencies: ["Acquisition", "SensorTagEmulator", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestHarness", "TestRandom"]
         ),
         .testTarget(
             name: "ConfigurationTests",
@@ -137,37 +137,34 @@ let package = Package(
         ),
         .testTarget(
             name: "SpoolingTests",
-            dependencies: ["Spooling", "LinuxSystem", "SharedTypes", "TestSupport", "TestRandom"]
+            dependencies: ["Spooling", "LinuxSystem", "SharedTypes", "TestHarness", "TestRandom"]
         ),
         .testTarget(
             name: "MQTTClientTests",
-            dependencies: ["MQTTClient", "Payloads", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "CMosquitto", "TestSupport", "ChildProcesses", "TestRandom"]
+            dependencies: ["MQTTClient", "Payloads", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "CMosquitto", "TestHarness", "TestRandom"]
         ),
         .testTarget(
             name: "PayloadsTests",
-            dependencies: ["Payloads", "Profiles", "LinuxSystem", "SharedTypes", "Relay", "TestSupport", "TestRandom"]
+            dependencies: ["Payloads", "Profiles", "LinuxSystem", "SharedTypes", "Relay", "TestHarness", "TestRandom"]
         ),
         .testTarget(
             name: "RelayTests",
-            dependencies: ["Relay", "Payloads", "Spooling", "MQTTClient", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestSupport", "TestRandom"]
+            dependencies: ["Relay", "Payloads", "Spooling", "MQTTClient", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestHarness", "TestRandom"]
         ),
         // Besides the commands and the daemon as a process, the publication as `run` builds it
         // from a configuration file (RelaySettings.swift is the one mapping), end to end.
         .testTarget(
             name: "CollectordTests",
-            dependencies: ["collectord", "Relay", "Configuration", "Spooling", "MQTTClient", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "Payloads", "TestSupport", "ChildProcesses", "TestRandom"]
+            dependencies: ["collectord", "Relay", "Configuration", "Spooling", "MQTTClient", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "Payloads", "TestHarness", "TestRandom"]
         ),
-        // Child processes with a clean signal state, tools and free ports; Foundation-free, so
-        // the benchmark's probe shares it.
+        // The harness of the tests and of the benchmark rig: child processes with a clean signal
+        // state, a mosquitto broker, a mosquitto_sub subscriber, the daemon as a process,
+        // temporary directories, waiting for a condition. Foundation-free, so that the
+        // benchmark's measured probes can use it.
         .target(
-            name: "ChildProcesses",
-            path: "Tests/ChildProcesses"
-        ),
-        // ChildProcesses plus temporary directories, for the broker and daemon tests.
-        .target(
-            name: "TestSupport",
-            dependencies: ["ChildProcesses", "MQTTClient", "LinuxSystem", "SharedTypes", "Reactor"],
-            path: "Tests/TestSupport"
+            name: "TestHarness",
+            dependencies: ["LinuxSystem", "SharedTypes", "Reactor", "MQTTClient"],
+            path: "Tests/TestHarness"
         ),
         // The one deterministic generator of test inputs; standard library only, so any test
         // target can use it.

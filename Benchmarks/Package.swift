@@ -17,9 +17,10 @@ import PackageDescription
 //   NotificationProbe         delivers N notifications with no harness, for valgrind cross-checks
 //
 // Notification to mosquitto_publish (the daemon's whole per-reading path):
-//   PublishRig                NotificationRig's stack + a real mosquitto + the daemon's own
-//                             Publication (Relay) on the same loop, the tag's readings sent to it
-//                             through its sink; also the spool-only variant
+//   PublishRig                NotificationRig's stack + a real mosquitto (the tests' harness,
+//                             TestHarness) + the daemon's own Publication (Relay) on the same
+//                             loop, the tag's readings sent to it through its sink; also the
+//                             spool-only variant
 //   PublishBenchmarks         the ordo-one/benchmark suite over every PublishRig case
 //   PublishProbe              the same steps with no harness, for valgrind and CPU time
 let package = Package(
@@ -52,6 +53,8 @@ let package = Package(
             name: "NotificationRig",
             dependencies: [
                 .product(name: "Profiles", package: "collectord"),
+                .product(name: "LinuxSystem", package: "collectord"),
+                .product(name: "SharedTypes", package: "collectord"),
                 .product(name: "Reactor", package: "collectord"),
                 .product(name: "Acquisition", package: "collectord"),
                 .product(name: "SensorTagEmulator", package: "collectord"),
@@ -74,14 +77,17 @@ let package = Package(
             name: "PublishRig",
             dependencies: [
                 "NotificationRig",
-                .product(name: "Model", package: "collectord"),
                 .product(name: "Profiles", package: "collectord"),
+                .product(name: "LinuxSystem", package: "collectord"),
+                .product(name: "SharedTypes", package: "collectord"),
                 .product(name: "Reactor", package: "collectord"),
                 .product(name: "Acquisition", package: "collectord"),
                 .product(name: "Configuration", package: "collectord"),
-                .product(name: "Publishing", package: "collectord"),
+                .product(name: "Spooling", package: "collectord"),
+                .product(name: "MQTTClient", package: "collectord"),
+                .product(name: "Payloads", package: "collectord"),
                 .product(name: "Relay", package: "collectord"),
-                .product(name: "ChildProcesses", package: "collectord"),
+                .product(name: "TestHarness", package: "collectord"),
                 .product(name: "SensorTagEmulator", package: "collectord"),
             ]
         ),
@@ -96,7 +102,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "PublishProbe",
-            dependencies: ["PublishRig", "NotificationRig", .product(name: "ChildProcesses", package: "collectord")]
+            dependencies: ["PublishRig", "NotificationRig", .product(name: "TestHarness", package: "collectord")]
         ),
         .executableTarget(
             name: "BenchmarkReport",

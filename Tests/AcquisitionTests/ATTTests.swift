@@ -6,7 +6,7 @@ import SharedTypes
 import Reactor
 import TestRandom
 import Testing
-import TestSupport
+import TestHarness
 
 @Suite struct ATTParserTests {
     func parse(_ bytes: [UInt8]) -> Result<ATTPDU, ATTParseError> {

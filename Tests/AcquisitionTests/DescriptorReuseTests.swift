@@ -5,7 +5,7 @@
 
 import Glibc
 import Testing
-import TestSupport
+import TestHarness
 @testable import Acquisition
 import LinuxSystem
 import SharedTypes

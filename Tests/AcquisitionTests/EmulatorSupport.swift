@@ -4,7 +4,7 @@
 
 import Glibc
 import Testing
-import TestSupport
+import TestHarness
 import Acquisition
 @testable import SensorTagEmulator
 import Profiles

@@ -4,7 +4,7 @@
 // SensorProfile.decode, calibration, ranges, reset on disconnect) and every fault.
 
 import Testing
-import TestSupport
+import TestHarness
 import Acquisition
 @testable import SensorTagEmulator
 import Profiles

@@ -9,7 +9,7 @@ import LinuxSystem
 import SharedTypes
 import Reactor
 import Testing
-import TestSupport
+import TestHarness
 
 /// CLOCK_REALTIME now, as the kernel stamps what it receives.
 func wallNow() -> WallTime {

@@ -5,7 +5,7 @@ import LinuxSystem
 import SharedTypes
 import Reactor
 import Testing
-import TestSupport
+import TestHarness
 
 @Suite struct HCIEventTests {
     func parse(_ bytes: [UInt8]) -> HCIEvent? { withRawSpan(bytes) { parseHCIEvent($0) } }

@@ -1,5 +1,5 @@
 import Testing
-import TestSupport
+import TestHarness
 @testable import SensorTagEmulator
 import Profiles
 import LinuxSystem

@@ -2,7 +2,7 @@
 // ATTBearer → GATTClient → DeviceSession, against emulated tags, in virtual time.
 
 import Testing
-import TestSupport
+import TestHarness
 #if canImport(Glibc)
 import Glibc
 #endif

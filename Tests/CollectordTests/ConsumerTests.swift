@@ -12,8 +12,7 @@
 
 import Foundation
 import Testing
-import ChildProcesses
-import TestSupport
+import TestHarness
 
 extension DaemonProcessTests {
     /// The code block after each `<!-- checked by DaemonTests.flatPayloadsAsTelegrafAndNodeREDTakeThem -->`
@@ -127,10 +126,10 @@ extension DaemonProcessTests {
         let input = try #require(flow.first { $0["type"] as? String == "mqtt in" })
         #expect(input["topic"] as? String == subscription && input["datatype"] as? String == "json")
         let function = try #require(flow.first { $0["type"] as? String == "function" }?["func"] as? String)
-        let directory = try makeTemporaryDirectory("node-red")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory("node-red")
+        defer { directory.remove() }
         let messages = try JSONSerialization.data(withJSONObject: lines.map { ["topic": $0.topic, "payload": $0.payload] })
-        try messages.write(to: directory.appendingPathComponent("messages.json"))
+        try messages.write(to: URL(fileURLWithPath: directory.sub("messages.json")))
         let script = """
             const fs = require('fs');
             const run = new Function('msg', 'node', \(String(decoding: try JSONSerialization.data(withJSONObject: [function]), as: UTF8.self))[0]);
@@ -142,11 +141,11 @@ extension DaemonProcessTests {
             }
             console.log(JSON.stringify(out));
             """
-        try script.write(to: directory.appendingPathComponent("flow.js"), atomically: true, encoding: .utf8)
+        try script.write(to: URL(fileURLWithPath: directory.sub("flow.js")), atomically: true, encoding: .utf8)
         let node = try findTool("node", package: "nodejs")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: node)
-        p.arguments = [directory.appendingPathComponent("flow.js").path, directory.appendingPathComponent("messages.json").path]
+        p.arguments = [directory.sub("flow.js"), directory.sub("messages.json")]
         let pipe = Pipe()
         p.standardOutput = pipe
         try p.run()

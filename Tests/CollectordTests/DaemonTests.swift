@@ -4,8 +4,7 @@
 
 import Foundation
 import Testing
-import ChildProcesses
-import TestSupport
+import TestHarness
 
 @Suite(.serialized) struct DaemonTests {
     static let units: [String: [String: String]] = [
@@ -88,7 +87,7 @@ import TestSupport
     }
 
     @Test func brokerOutageLosesNothingAndKeepsOrder() throws {
-        let broker = try Broker(persistent: true)
+        let broker = try Broker(options: .init(persistent: true))
         let before = try Subscriber(port: broker.port, session: "outage-sub")
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
         try daemon.start()
@@ -141,7 +140,7 @@ import TestSupport
     }
 
     @Test func daemonKilledWhileBrokerIsDownLosesNothing() throws {
-        let broker = try Broker(persistent: true)
+        let broker = try Broker(options: .init(persistent: true))
         // The subscriber's persistent session exists before the outage, so the broker keeps
         // everything for it.
         let first = try Subscriber(port: broker.port, session: "restart-sub")
@@ -267,9 +266,9 @@ import TestSupport
     @Test(arguments: [0, 2]) func aFloodingTagCannotEvictTheOtherTagsReadings(floodLimit: Int) throws {
         let broker = try Broker()
         let sub = try Subscriber(port: broker.port)
-        let sockets = try makeTemporaryDirectory("flood-tags")
-        defer { try? FileManager.default.removeItem(at: sockets) }
-        let binary = DecodeProcessTests.binary.path
+        let sockets = TemporaryDirectory("flood-tags")
+        defer { sockets.remove() }
+        let binary = collectordBinary
         // The flooding device (every sensor every 2 ms), and two genuine tags at their periods.
         let flood = try ChildProcess(binary, ["emulate", "--socket-dir", sockets.path, "--tags", "1",
                                               "--first-address", "00:AA:0F:00:00:01", "--interval-us", "2000"])
@@ -331,8 +330,8 @@ import TestSupport
     @Test func readingsQueuedWhileTheDaemonWasStoppedKeepTheirArrivalTimes() throws {
         let broker = try Broker()
         let sub = try Subscriber(port: broker.port)
-        let sockets = try makeTemporaryDirectory("stopped-daemon")
-        defer { try? FileManager.default.removeItem(at: sockets) }
+        let sockets = TemporaryDirectory("stopped-daemon")
+        defer { sockets.remove() }
         // The tag is its own process, so it goes on notifying while the daemon is stopped.
         let tag = try ChildProcess(DecodeProcessTests.binary.path, ["emulate", "--socket-dir", sockets.path, "--tags", "1",
                                                                   "--first-address", "00:AA:01:01:00:01", "--interval-us", "100000"])
@@ -379,10 +378,10 @@ import TestSupport
     /// journald takes as an emergency from collectord. Every log line is now one line.
     @Test func aHostileFirmwareStringCannotForgeALogLine() throws {
         let broker = try Broker()
-        let sockets = try makeTemporaryDirectory("hostile-tags")
-        defer { try? FileManager.default.removeItem(at: sockets) }
+        let sockets = TemporaryDirectory("hostile-tags")
+        defer { sockets.remove() }
         let hostile = "1.50\n<0>collectord: forged emergency\r\u{1B}[2J\u{85}end"
-        let tag = try ChildProcess(DecodeProcessTests.binary.path, ["emulate", "--socket-dir", sockets.path, "--tags", "1",
+        let tag = try ChildProcess(collectordBinary, ["emulate", "--socket-dir", sockets.path, "--tags", "1",
                                                                   "--first-address", "00:AA:01:01:00:01", "--firmware", hostile])
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly))
         try daemon.start(tagSockets: sockets.path)
@@ -402,9 +401,9 @@ import TestSupport
     @Test func hostileDevicesCannotForgeALogLineOrPassForATag() throws {
         let broker = try Broker()
         let sub = try Subscriber(port: broker.port)
-        let sockets = try makeTemporaryDirectory("hostile-devices")
-        defer { try? FileManager.default.removeItem(at: sockets) }
-        let binary = DecodeProcessTests.binary.path
+        let sockets = TemporaryDirectory("hostile-devices")
+        defer { sockets.remove() }
+        let binary = collectordBinary
         let kinds = ["newlines", "escapes", "long", "invalid-utf8", "separators", "empty"]
         let hostile = try ChildProcess(binary, ["emulate", "--socket-dir", sockets.path, "--tags", "\(kinds.count)",
                                                 "--first-address", "00:AA:02:00:00:01", "--hostile-strings", "all",
@@ -626,7 +625,7 @@ import TestSupport
     /// The same with the broker away at the reload, and the daemon restarted before it is back:
     /// what is owed is kept in the spool directory and paid once a broker is reachable.
     @Test func aTagRemovedWhileTheBrokerIsAwayIsWithdrawnLater() throws {
-        let broker = try Broker(persistent: true)
+        let broker = try Broker(options: .init(persistent: true))
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
         try daemon.start()
         #expect(waitUntil(seconds: 30) { (try? garageConfigs(broker)) ?? 0 > 0 }, "the garage is announced")
@@ -686,7 +685,7 @@ import TestSupport
         try daemon.start()
         #expect(waitUntil(seconds: 30) { daemon.spooled("collectord/tags/kitchen/humidity") >= 2 }, "root's run spools")
         #expect(daemon.stop().status == 0)
-        let spool = daemon.directory.appendingPathComponent("spool").path
+        let spool = daemon.directory.sub("spool")
         let names = try FileManager.default.contentsOfDirectory(atPath: spool)
         #expect(names.contains("lock") && names.contains("sequences") && names.contains { $0.hasSuffix(".spool") }, "\(names)")
         for name in names + [""] {
@@ -707,7 +706,7 @@ import TestSupport
     @Test func tellsSystemdReadyWatchdogReloadingAndStopping() throws {
         let broker = try Broker()
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
-        let socketPath = daemon.directory.appendingPathComponent("notify").path
+        let socketPath = daemon.directory.sub("notify")
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
         defer { close(fd) }
         var addr = sockaddr_un()

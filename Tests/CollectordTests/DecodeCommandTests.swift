@@ -3,6 +3,7 @@ import Testing
 @testable import collectord
 import Profiles
 import Payloads
+import TestHarness
 
 /// `collectord decode` as a user runs it: argument parsing, settings, JSON (the payload the daemon
 /// would publish, less tag, address, time and sequence number, plus the raw bytes) and exit statuses.
@@ -155,11 +156,7 @@ import Payloads
 
 /// The built binary, run as a process: what a user sees on stdout, stderr and in `$?`.
 @Suite struct DecodeProcessTests {
-    static var binary: URL {
-        // The test runner lives in the same build directory as the collectord executable.
-        URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "")
-            .deletingLastPathComponent().appendingPathComponent("collectord")
-    }
+    static var binary: URL { URL(fileURLWithPath: collectordBinary) }
 
     func run(_ args: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
         let p = Process()

@@ -4,7 +4,7 @@
 
 import Foundation
 import Testing
-import TestSupport
+import TestHarness
 import Profiles
 
 /// The declared profile both this test and the VM scenario 50-generic-devices use.
@@ -105,7 +105,7 @@ let declaredProfileConfig = thermoProfile + genericTags
         // The profile in a drop-in file of its own (collectord.d/ beside collectord.conf), the
         // tags in the configuration, as a user shipping a device description would have them.
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: genericTags))
-        let dropIns = daemon.directory.appendingPathComponent("collectord.d")
+        let dropIns = URL(fileURLWithPath: daemon.directory.sub("collectord.d"))
         try FileManager.default.createDirectory(at: dropIns, withIntermediateDirectories: true)
         try thermoProfile.write(to: dropIns.appendingPathComponent("thermo.conf"), atomically: true, encoding: .utf8)
         try daemon.start()

@@ -15,7 +15,7 @@ import Payloads
 import Profiles
 import Reactor
 import TestRandom
-import TestSupport
+import TestHarness
 import Testing
 
 @Suite struct HostileNamesPropertyTests {
@@ -109,8 +109,8 @@ import Testing
 
     @Test func whateverIsAcceptedPublishesValidJSONAndDistinctEntities() throws {
         var random = SplitMix64(seed: 0x23_2323)
-        let directory = try makeTemporaryDirectory("hostile-names")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory("hostile-names")
+        defer { directory.remove() }
         let loop = try EventLoop()
         var accepted = 0, refused = 0, readings = 0, configs = 0
         for i in 0..<1_000 {

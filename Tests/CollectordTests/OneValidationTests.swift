@@ -10,7 +10,7 @@ import Configuration
 @testable import collectord
 import Reactor
 import TestRandom
-import TestSupport
+import TestHarness
 
 @Suite struct OneValidationTests {
     /// Characters topics take, and (one in eight) characters that matter to topics, TOML and the
@@ -43,8 +43,8 @@ import TestSupport
 
     @Test func whateverCheckConfigAcceptsRunStartsWith() throws {
         var random = SplitMix64(seed: 0xC0FFEE)
-        let directory = try makeTemporaryDirectory("one-validation")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory("one-validation")
+        defer { directory.remove() }
         let loop = try EventLoop()
         var accepted = 0, refused = 0
         for i in 0..<600 {

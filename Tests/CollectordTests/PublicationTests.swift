@@ -10,7 +10,7 @@ import Profiles
 import LinuxSystem
 import SharedTypes
 import Reactor
-import TestSupport
+import TestHarness
 
 /// A broker of its own, a Publication for one tag "t" on a fresh loop, a subscriber to its
 /// humidity topic, and a humidity reading to publish.
@@ -76,7 +76,7 @@ final class PublicationFixture {
 
     /// Waits (without the loop: the broker delivers on its own) for `count` messages.
     func received(_ count: Int) -> [(topic: String, payload: String)] {
-        for _ in 0..<50 where subscriber.lines.count < count { usleep(100_000) }
+        _ = subscriber.waitFor(seconds: 5) { $0.lines.count >= count }
         return subscriber.lines
     }
 

@@ -4,7 +4,7 @@
 
 import Foundation
 import Testing
-import TestSupport
+import TestHarness
 
 /// Two CC2650 tags whose movement sensors notify every 100 ms; `porch`'s period is the one a
 /// reload changes (the tag is reconnected while the old connection says goodbye).

@@ -7,7 +7,7 @@
 
 import Foundation
 import Testing
-import TestSupport
+import TestHarness
 
 @Suite(.serialized) struct ReloadSpoolTests {
     /// The readings of kitchen's humidity, and whether they go on after the reload.
@@ -22,7 +22,7 @@ import TestSupport
         try daemon.start()
         #expect(sub.waitFor(seconds: 60) { $0.seqs("kitchen/humidity").count >= 3 }, "\(daemon.log)")
         // A regular file where the new spool's directory would be made.
-        let blocker = daemon.directory.appendingPathComponent("not-a-directory")
+        let blocker = URL(fileURLWithPath: daemon.directory.sub("not-a-directory"))
         try Data("x".utf8).write(to: blocker)
         let unusable = blocker.appendingPathComponent("spool").path
         try daemon.write(config: config(port: broker.port, tags: kitchenOnly).replacingOccurrences(of: "@SPOOL@", with: unusable))
@@ -46,7 +46,7 @@ import TestSupport
         #expect(sub.waitFor(seconds: 60) { $0.seqs("kitchen/humidity").count >= 3 }, "\(daemon.log)")
         // A valid new spool path and broker; the old connection's goodbye takes its full 1.5 s
         // with its broker stopped, and in that time the new path becomes a file.
-        let moved = daemon.directory.appendingPathComponent("moved-spool").path
+        let moved = daemon.directory.sub("moved-spool")
         try daemon.write(config: config(port: other.port, tags: kitchenOnly).replacingOccurrences(of: "@SPOOL@", with: moved))
         broker.pause()
         daemon.signal(SIGHUP)

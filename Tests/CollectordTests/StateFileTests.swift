@@ -9,7 +9,7 @@ import Configuration
 import Profiles
 import SharedTypes
 import Reactor
-import TestSupport
+import TestHarness
 import LinuxSystem
 
 /// `PublicationFixture` for a cc2541 tag "t" whose spool directory the test prepares before the
@@ -143,8 +143,8 @@ final class StateFixture {
     /// clean only once the owner writes it so.
     @Test func aReplacingPublicationGoesOnFromTheSameCounters() throws {
         let broker = try Broker()
-        let directory = try makeTemporaryDirectory("shared")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory("shared")
+        defer { directory.remove() }
         let c = try Self.configuration(port: broker.port, spool: directory.path + "/spool")
         let loop = try EventLoop()
         let store = SequenceStore(directory: c.spool.path) { _, _ in }
@@ -187,8 +187,8 @@ final class StateFixture {
     /// A reload that moves the spool moves the numbers with it: each goes on from the larger of
     /// its own and what a file already there says, reserved there at once.
     @Test func aMovedSpoolTakesTheNumbersAlong() throws {
-        let directory = try makeTemporaryDirectory("moved")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory("moved")
+        defer { directory.remove() }
         let (a, b) = (directory.path + "/a", directory.path + "/b")
         for d in [a, b] { try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true) }
         try "collectord-sequences 1 clean\nhighest 100\nt humidity 100\nt movement 2\n".write(toFile: b + "/sequences", atomically: true, encoding: .utf8)

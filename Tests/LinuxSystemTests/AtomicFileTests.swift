@@ -4,7 +4,7 @@
 import Glibc
 import Testing
 import LinuxSystem
-import TestSupport
+import TestHarness
 
 @Suite struct AtomicFileTests {
     /// The file's text, or nil.

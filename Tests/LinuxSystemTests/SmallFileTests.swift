@@ -3,7 +3,7 @@
 import Glibc
 import Testing
 import LinuxSystem
-import TestSupport
+import TestHarness
 
 @Suite struct SmallFileTests {
     static func write(_ path: String, _ bytes: [UInt8]) throws {

@@ -3,15 +3,14 @@
 import Foundation
 import CMosquitto
 import Glibc
-import MQTTClient
+@testable import MQTTClient
 import Payloads
 @testable import Profiles
 import LinuxSystem
 import SharedTypes
 import Reactor
 import Testing
-import ChildProcesses
-import TestSupport
+import TestHarness
 
 private func humidityReading(_ t: Double = 21.3, _ h: Double = 45.2) -> Reading {
     let raw: [UInt8] = [0x12, 0x34, 0x56, 0x78]
@@ -34,9 +33,8 @@ struct PublisherTests {
     @Test("a reading arrives with exactly the encoded JSON, and its delivery is reported")
     func readingArrives() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("reading")
-        try broker.start()
-        let subscriber = try TestSubscriber(loop: loop, port: broker.port)
+        let broker = try Broker("reading")
+        let subscriber = try Subscriber(loop: loop, port: broker.port, topic: "#")
         #expect(subscriber.waitUntilSubscribed())
 
         let recorder = Recorder()
@@ -67,16 +65,15 @@ struct PublisherTests {
     @Test("status is retained online while connected; the broker publishes the offline will when the client dies")
     func retainedStatusAndLastWill() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("will")
-        try broker.start()
+        let broker = try Broker("will")
         let statusTopic = "collectord/daemon/will-client/status"
         var publisher: MQTTPublisher? = try MQTTPublisher(configuration: configuration([broker.broker], client: "will-client"), loop: loop)
         publisher?.start()
         #expect(loop.run(until: { publisher?.isConnected == true }, limit: .seconds(5)))
-        // Let the retained "online" reach the broker before a new subscriber asks for it.
-        _ = loop.run(until: { false }, limit: .milliseconds(200))
+        // The retained "online" reaches the broker (it acknowledges it) before a new subscriber asks for it.
+        #expect(loop.run(until: { publisher?.statusMids.isEmpty == true }, limit: .seconds(5)))
 
-        let late = try TestSubscriber(loop: loop, port: broker.port, topic: statusTopic)
+        let late = try Subscriber(loop: loop, port: broker.port, topic: statusTopic)
         #expect(late.waitUntilSubscribed())
         #expect(loop.run(until: { !late.messages.isEmpty }, limit: .seconds(5)))
         #expect(late.messages.first == ReceivedMessage(topic: statusTopic, payload: "online", retained: true, qos: 1))
@@ -86,7 +83,7 @@ struct PublisherTests {
         #expect(loop.run(until: { late.messages.count >= 2 }, limit: .seconds(5)), "\(broker.log)")
         #expect(late.messages.last?.payload == "offline")
 
-        let after = try TestSubscriber(loop: loop, port: broker.port, topic: statusTopic)
+        let after = try Subscriber(loop: loop, port: broker.port, topic: statusTopic)
         #expect(loop.run(until: { !after.messages.isEmpty }, limit: .seconds(5)))
         #expect(after.messages.first == ReceivedMessage(topic: statusTopic, payload: "offline", retained: true, qos: 1))
     }
@@ -94,9 +91,8 @@ struct PublisherTests {
     @Test("disconnect() publishes offline, flushes what is in flight, and ends cleanly")
     func cleanDisconnect() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("disconnect")
-        try broker.start()
-        let subscriber = try TestSubscriber(loop: loop, port: broker.port)
+        let broker = try Broker("disconnect")
+        let subscriber = try Subscriber(loop: loop, port: broker.port, topic: "#")
         #expect(subscriber.waitUntilSubscribed())
         let recorder = Recorder()
         let publisher = try MQTTPublisher(configuration: configuration([broker.broker], client: "bye"), loop: loop)
@@ -129,8 +125,7 @@ struct PublisherTests {
     @Test("disconnect() is bounded: with the broker frozen it cuts the connection at the deadline")
     func boundedDisconnect() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("frozen")
-        try broker.start()
+        let broker = try Broker("frozen")
         let recorder = Recorder()
         let publisher = try MQTTPublisher(configuration: configuration([broker.broker], client: "frozen"), loop: loop)
         publisher.delegate = recorder
@@ -153,8 +148,7 @@ struct PublisherTests {
     func failover() throws {
         let loop = try EventLoop()
         let dead = MQTTBroker(host: "127.0.0.1", port: freePort())
-        let broker = try TestBroker("failover")
-        try broker.start()
+        let broker = try Broker("failover")
         let recorder = Recorder()
         let publisher = try MQTTPublisher(configuration: configuration([dead, broker.broker]), loop: loop)
         publisher.delegate = recorder
@@ -178,15 +172,14 @@ struct PublisherTests {
     @Test("broker stopped and restarted: outcome is spool while down, retries back off with jitter, reconnects")
     func brokerRestart() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("restart")
-        try broker.start()
+        let broker = try Broker("restart")
         let recorder = Recorder()
         let publisher = try MQTTPublisher(configuration: configuration([broker.broker], client: "restart"), loop: loop)
         publisher.delegate = recorder
         publisher.start()
         #expect(loop.run(until: { publisher.isConnected }, limit: .seconds(5)))
 
-        broker.stop()
+        try broker.stop()
         #expect(loop.run(until: { recorder.count("connection_lost") == 1 }, limit: .seconds(5)), "\(recorder.summary)")
         #expect(publisher.publish(topic: "collectord/t/x", payload: [1], qos: 1) == .deferred(.notConnected))
         #expect(publisher.publish(topic: "collectord/t/x", payload: [1], qos: 0) == .deferred(.notConnected))
@@ -207,7 +200,7 @@ struct PublisherTests {
 
         try broker.start()
         #expect(loop.run(until: { recorder.count("connected") == 2 }, limit: .seconds(5)), "\(recorder.summary)")
-        let subscriber = try TestSubscriber(loop: loop, port: broker.port, topic: "collectord/t/#")
+        let subscriber = try Subscriber(loop: loop, port: broker.port, topic: "collectord/t/#")
         #expect(subscriber.waitUntilSubscribed())
         #expect(!publisher.publish(topic: "collectord/t/x", payload: Array("back".utf8), qos: 1).isDeferred)
         #expect(loop.run(until: { subscriber.messages.count == 1 }, limit: .seconds(5)))
@@ -261,11 +254,10 @@ struct PublisherTests {
     @Test("TLS with a CA file and a client certificate")
     func tlsWithClientCertificate() throws {
         let certificates = try TestCertificates.make()
-        defer { try? FileManager.default.removeItem(at: certificates.directory) }
+        defer { certificates.remove() }
         let loop = try EventLoop()
-        let broker = try TestBroker("tls", options: .init(tls: certificates, plainListener: true))
-        try broker.start()
-        let subscriber = try TestSubscriber(loop: loop, port: broker.subscriberPort, topic: "collectord/#")
+        let broker = try Broker("tls", options: .init(tls: certificates, plainListener: true))
+        let subscriber = try Subscriber(loop: loop, port: broker.subscriberPort, topic: "collectord/#")
         #expect(subscriber.waitUntilSubscribed())
 
         var config = configuration([MQTTBroker(host: "127.0.0.1", port: broker.port)], client: "tls-client")
@@ -294,10 +286,9 @@ struct PublisherTests {
     @Test("TLS with the wrong CA: a clear error, retries with backoff, no crash")
     func tlsWrongCA() throws {
         let certificates = try TestCertificates.make()
-        defer { try? FileManager.default.removeItem(at: certificates.directory) }
+        defer { certificates.remove() }
         let loop = try EventLoop()
-        let broker = try TestBroker("wrong-ca", options: .init(tls: certificates))
-        try broker.start()
+        let broker = try Broker("wrong-ca", options: .init(tls: certificates))
 
         var config = configuration([broker.broker], client: "wrong-ca")
         config.tls = MQTTTLS(trust: .caFile(certificates.otherCACertificate), clientCertificate: certificates.clientCertificate,
@@ -323,10 +314,9 @@ struct PublisherTests {
     @Test("TLS without verification when explicitly disabled connects despite an unknown CA")
     func tlsInsecure() throws {
         let certificates = try TestCertificates.make()
-        defer { try? FileManager.default.removeItem(at: certificates.directory) }
+        defer { certificates.remove() }
         let loop = try EventLoop()
-        let broker = try TestBroker("insecure", options: .init(tls: certificates, requireClientCertificate: false))
-        try broker.start()
+        let broker = try Broker("insecure", options: .init(tls: certificates, requireClientCertificate: false))
         var config = configuration([broker.broker], client: "insecure")
         config.tls = MQTTTLS(trust: .caFile(certificates.otherCACertificate), verifyPeer: false)
         let publisher = try MQTTPublisher(configuration: config, loop: loop)
@@ -337,8 +327,7 @@ struct PublisherTests {
     @Test("a bad password: the broker's refusal is reported, retried with backoff; the right one connects")
     func badPassword() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("password", options: .init(passwordFile: ("collectord", "s3cret-pass")))
-        try broker.start()
+        let broker = try Broker("password", options: .init(passwordFile: ("collectord", "s3cret-pass")))
 
         var config = configuration([broker.broker], client: "pw")
         config.credentials = MQTTCredentials(username: "collectord", password: "wrong-pass")
@@ -371,8 +360,7 @@ struct PublisherTests {
     @Test("the in-flight limit turns QoS 1 publishes into spool, and readiness returns with the acknowledgements")
     func inFlightLimit() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("inflight")
-        try broker.start()
+        let broker = try Broker("inflight")
         var config = configuration([broker.broker], client: "inflight")
         config.maxInFlight = 5
         let recorder = Recorder()
@@ -407,8 +395,7 @@ struct PublisherTests {
     @Test("invalid topics are rejected, not spooled")
     func rejectedTopic() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("reject")
-        try broker.start()
+        let broker = try Broker("reject")
         let publisher = try MQTTPublisher(configuration: configuration([broker.broker], client: "reject"), loop: loop)
         publisher.start()
         #expect(loop.run(until: { publisher.isConnected }, limit: .seconds(5)))
@@ -425,9 +412,8 @@ struct PublisherTests {
     @Test("a topic given as a C string in place (a spooled message's) is published as that topic")
     func topicAsCString() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("bytes")
-        try broker.start()
-        let subscriber = try TestSubscriber(loop: loop, port: broker.port)
+        let broker = try Broker("bytes")
+        let subscriber = try Subscriber(loop: loop, port: broker.port, topic: "#")
         #expect(subscriber.waitUntilSubscribed())
         let publisher = try MQTTPublisher(configuration: configuration([broker.broker], client: "bytes"), loop: loop)
         publisher.start()

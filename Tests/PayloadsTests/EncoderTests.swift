@@ -8,7 +8,7 @@ import Glibc
 import SharedTypes
 import Relay
 import TestRandom
-import TestSupport
+import TestHarness
 import Testing
 
 func reading(_ sensor: Sensor, _ fields: [Field]) -> Reading {

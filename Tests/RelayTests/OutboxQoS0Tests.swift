@@ -7,7 +7,7 @@ import MQTTClient
 import LinuxSystem
 import Reactor
 import Testing
-import TestSupport
+import TestHarness
 
 @Suite(.serialized) struct OutboxQoS0Tests {
     /// Found by an independent review: with QoS 0 and a broker that stopped reading, the outbox
@@ -17,8 +17,7 @@ import TestSupport
     /// `maxInFlight` unwritten messages are in libmosquitto at a time.
     @Test func qos0ToABrokerThatStoppedReadingStaysInTheSpool() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("qos0-stalled")
-        try broker.start()
+        let broker = try Broker("qos0-stalled")
         var config = MQTTPublisherConfiguration(brokers: [broker.broker], clientID: "qos0-stalled", presence: testPresence("qos0-stalled"))
         config.keepalive = .seconds(60)
         let publisher = try MQTTPublisher(configuration: config, loop: loop)
@@ -45,7 +44,7 @@ import TestSupport
         var done = false
         publisher.disconnect { done = true }
         #expect(loop.run(until: { done }, limit: .seconds(5)))
-        broker.stop()
+        try broker.stop()
     }
 
     /// The publisher's delegate, as Publication is: acknowledgements and readiness to the outbox.

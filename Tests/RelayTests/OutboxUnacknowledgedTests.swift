@@ -9,7 +9,7 @@ import MQTTClient
 import LinuxSystem
 import Reactor
 import Testing
-import TestSupport
+import TestHarness
 
 @Suite(.serialized) struct OutboxUnacknowledgedTests {
     /// One outbox on its own spool directory, connected to `broker`.
@@ -20,7 +20,7 @@ import TestSupport
         let outbox: Outbox
         let relay: OutboxQoS0Tests.Relay
 
-        init(loop: EventLoop, broker: TestBroker, spoolDirectory: String, clientID: String) throws {
+        init(loop: EventLoop, broker: Broker, spoolDirectory: String, clientID: String) throws {
             self.loop = loop
             var config = MQTTPublisherConfiguration(brokers: [broker.broker], clientID: clientID, presence: testPresence(clientID))
             config.keepalive = .seconds(60)
@@ -54,8 +54,7 @@ import TestSupport
     /// stop now moves them to the spool, and the next start replays them.
     @Test func unacknowledgedMessagesSurviveACleanStop() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("unacked-stop")
-        try broker.start()
+        let broker = try Broker("unacked-stop")
         let directory = TemporaryDirectory()
         let rig = try Rig(loop: loop, broker: broker, spoolDirectory: directory.sub("spool"), clientID: "unacked-stop")
         #expect(loop.run(until: { rig.publisher.isConnected && rig.publisher.inFlight == 0 }, limit: .seconds(5)))
@@ -64,19 +63,18 @@ import TestSupport
         #expect(rig.publisher.inFlight == 20, "handed straight to libmosquitto")
         try rig.stop()
         broker.resume()
-        broker.stop()
+        try broker.stop()
 
         // A new broker, a subscriber, and the next start of the outbox on the same spool.
-        let second = try TestBroker("unacked-stop-2")
-        try second.start()
-        let sub = try TestSubscriber(loop: loop, port: second.port, topic: "collectord/t/#")
+        let second = try Broker("unacked-stop-2")
+        let sub = try Subscriber(loop: loop, port: second.port, topic: "collectord/t/#")
         #expect(sub.waitUntilSubscribed())
         let next = try Rig(loop: loop, broker: second, spoolDirectory: directory.sub("spool"), clientID: "unacked-stop")
         #expect(next.spool.count == 20, "the stop spooled what the broker had not acknowledged")
         #expect(loop.run(until: { sub.messages.count >= 20 && next.spool.isEmpty }, limit: .seconds(20)))
         #expect(sub.messages.map(\.payload) == (0..<20).map { "reading \($0)" }, "every message, in order, once")
         try next.stop()
-        second.stop()
+        try second.stop()
     }
 
     /// A broker that takes the connection and never acknowledges: after a second the copies are
@@ -85,9 +83,8 @@ import TestSupport
     /// message reaches it once and the spool empties.
     @Test func messagesUnacknowledgedForASecondGoToTheSpool() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("unacked-patience")
-        try broker.start()
-        let sub = try TestSubscriber(loop: loop, port: broker.port, topic: "collectord/t/#")
+        let broker = try Broker("unacked-patience")
+        let sub = try Subscriber(loop: loop, port: broker.port, topic: "collectord/t/#")
         #expect(sub.waitUntilSubscribed())
         let directory = TemporaryDirectory()
         let rig = try Rig(loop: loop, broker: broker, spoolDirectory: directory.sub("spool"), clientID: "unacked-patience")
@@ -109,14 +106,13 @@ import TestSupport
         _ = loop.run(until: { false }, limit: .milliseconds(300))
         #expect(sub.messages.map(\.payload) == (0..<15).map { "reading \($0)" }, "every message, in order, once")
         try rig.stop()
-        broker.stop()
+        try broker.stop()
     }
 
     /// The SD card: while the broker acknowledges promptly, nothing reaches the spool.
     @Test func promptAcknowledgementsWriteNothing() throws {
         let loop = try EventLoop()
-        let broker = try TestBroker("unacked-prompt")
-        try broker.start()
+        let broker = try Broker("unacked-prompt")
         let directory = TemporaryDirectory()
         let rig = try Rig(loop: loop, broker: broker, spoolDirectory: directory.sub("spool"), clientID: "unacked-prompt")
         #expect(loop.run(until: { rig.publisher.isConnected && rig.publisher.inFlight == 0 }, limit: .seconds(5)))
@@ -128,6 +124,6 @@ import TestSupport
         #expect(rig.spool.nextSequence == 0 && rig.spool.diskBytes == 0, "nothing appended")
         #expect(rig.outbox.spooledUnacknowledged == 0)
         try rig.stop()
-        broker.stop()
+        try broker.stop()
     }
 }

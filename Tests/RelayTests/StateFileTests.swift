@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 import LinuxSystem
 @testable import Relay
-import TestSupport
+import TestHarness
 import Testing
 
 @Suite struct StateFileReplaceTests {
@@ -13,8 +13,8 @@ import Testing
     /// been handed out since. Every state file is replaced through `AtomicFile`: the new file's
     /// data synced, the rename, then the directory that holds it synced.
     @Test func aStateFileIsDurableOnceReplaced() throws {
-        let directory = try makeTemporaryDirectory("replace")
-        defer { try? FileManager.default.removeItem(at: directory) }
+        let directory = TemporaryDirectory("replace")
+        defer { directory.remove() }
         let path = directory.path + "/sequences"
         var st = stat()
         try #require(stat(directory.path, &st) == 0)

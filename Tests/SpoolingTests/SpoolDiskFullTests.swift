@@ -3,7 +3,7 @@
 
 import Glibc
 import Spooling
-import TestSupport
+import TestHarness
 import Testing
 
 @Suite(.serialized) struct SpoolDiskFullTests {

@@ -3,7 +3,7 @@
 import Glibc
 import Spooling
 import Testing
-import TestSupport
+import TestHarness
 
 
 func segmentFiles(_ path: String) -> [String] {

@@ -6,7 +6,7 @@ import Glibc
 import Spooling
 import TestRandom
 import Testing
-import TestSupport
+import TestHarness
 
 @Suite(.serialized) struct SpoolTests {
 
@@ -199,9 +199,9 @@ import TestSupport
 
         // Let it write a few MB, then kill it without warning.
         var written = 0
-        for _ in 0..<6000 where written < 3 << 20 {
-            usleep(10_000)
+        _ = waitUntil(seconds: 60, every: .milliseconds(10)) {
             written = segmentFiles(spoolDir).reduce(0) { $0 + max(0, fileSize(spoolDir + "/" + $1)) }
+            return written >= 3 << 20
         }
         kill(pid, SIGKILL)
         var status: Int32 = 0

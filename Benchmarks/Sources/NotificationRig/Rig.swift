@@ -18,7 +18,9 @@
 // daemon's Publication once set up.
 
 import Acquisition
+import LinuxSystem
 import Profiles
+import Reactor
 import SensorTagEmulator
 import SharedTypes
 

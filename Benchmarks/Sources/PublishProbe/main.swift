@@ -21,9 +21,9 @@
 // N divided by the difference in N: process start-up, the broker connection and the GATT setup
 // cancel out.
 
-import ChildProcesses
 import NotificationRig
 import PublishRig
+import TestHarness
 
 #if canImport(Glibc)
 import Glibc
@@ -98,54 +98,6 @@ func run(_ name: String, _ n: Int) -> PublishRig {
 
 // MARK: - check
 
-/// `mosquitto_sub` on the rig's broker, its output in a file: every message on the sensor's topic
-/// (not the tag's retained availability).
-final class Subscriber {
-    let process: ChildProcess
-    let path: String
-
-    init(port: Int, topic: String, count: Int, directory: String) throws {
-        let sub = try findTool("mosquitto_sub", package: "mosquitto-clients")
-        let stdbuf = try findTool("stdbuf", package: "coreutils")
-        path = "\(directory)/subscriber.out"
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        guard fd >= 0 else { throw BrokerError(description: "cannot write \(path)") }
-        defer { close(fd) }
-        // -d prints "Subscribed (mid: …)" once the subscription is acknowledged.
-        process = try ChildProcess(stdbuf, ["-oL", sub, "-d", "-h", "127.0.0.1", "-p", "\(port)", "-q", "1", "-t", topic,
-                                 "-C", "\(count)", "-W", "60", "-F", "%t %p"], stdout: fd)
-    }
-
-    var output: String {
-        guard let f = fopen(path, "r") else { return "" }
-        defer { fclose(f) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = fread(&chunk, 1, chunk.count, f)
-            if n <= 0 { break }
-            bytes += chunk[0..<n]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    func waitUntilSubscribed() -> Bool {
-        for _ in 0..<500 {
-            if output.contains("Subscribed (mid:") { return true }
-            usleep(10_000)
-        }
-        return false
-    }
-
-    /// Waits up to 20 s for it to exit (it does after `count` messages).
-    func waitForExit() -> Bool {
-        for _ in 0..<2000 where process.isRunning { usleep(10_000) }
-        if !process.isRunning { return true }
-        process.stop(gracefully: true)
-        return false
-    }
-}
-
 /// The number after `"seq":` in a payload.
 func sequence(in payload: Substring) -> Int? {
     guard let r = payload.firstRange(of: "\"seq\":") else { return nil }
@@ -169,32 +121,29 @@ func check() -> Bool {
     for c in publishCases {
         let r = rig(c)
         defer { r.close() }
+        // A mosquitto_sub on the sensor's topic (not the tag's retained availability), subscribed
+        // once it exists.
         let subscriber: Subscriber
         do {
-            subscriber = try Subscriber(port: r.broker!.port, topic: r.topic, count: n, directory: r.spoolDirectory)
+            subscriber = try Subscriber(port: r.broker!.port, topic: r.topic)
         } catch {
-            print("\(c.name): \(error)")
-            failed += 1
-            continue
-        }
-        guard subscriber.waitUntilSubscribed() else {
-            subscriber.process.stop(gracefully: true)
-            print("\(c.name): the subscriber did not subscribe within 5 s")
+            print("\(c.name): the subscriber did not subscribe: \(error)")
             failed += 1
             continue
         }
         deliver(r, n)
         var problems: [String] = []
         if let p = r.problems() { problems.append(p) }
-        if !subscriber.waitForExit() { problems.append("the subscriber did not get \(n) messages within 20 s") }
-        let messages = subscriber.output.split(separator: "\n").filter { $0.hasPrefix("collectord/tags/bench/") }
-        let onTopic = messages.filter { $0.hasPrefix(r.topic + " {") }
-        let sequences = onTopic.compactMap { sequence(in: $0) }
+        if !subscriber.waitFor(seconds: 20, { $0.messages.count >= n }) { problems.append("the subscriber did not get \(n) messages within 20 s") }
+        subscriber.stop()
+        let messages = subscriber.messages.filter { $0.topic.hasPrefix("collectord/tags/bench/") }
+        let onTopic = messages.filter { $0.topic == r.topic && $0.payload.hasPrefix("{") }
+        let sequences = onTopic.compactMap { sequence(in: $0.payload[...]) }
         if messages.count != n || onTopic.count != n { problems.append("subscriber received \(messages.count) messages, \(onTopic.count) on \(r.topic)") }
         if sequences.count != onTopic.count || zip(sequences, sequences.dropFirst()).contains(where: { $1 != $0 + 1 }) {
             problems.append("sequence numbers not consecutive: \(sequences.prefix(3))…")
         }
-        if !onTopic.allSatisfy({ $0.contains("\"sensor\":\"\(c.notification.sensor.rawValue)\"") && $0.hasSuffix("}}") }) {
+        if !onTopic.allSatisfy({ $0.payload.contains("\"sensor\":\"\(c.notification.sensor.rawValue)\"") && $0.payload.hasSuffix("}}") }) {
             problems.append("a payload is not the sensor's reading")
         }
         if problems.isEmpty {

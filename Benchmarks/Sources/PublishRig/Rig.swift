@@ -29,14 +29,17 @@
 // its real rates, where every PUBACK comes back long before the next notification.
 
 import Acquisition
-import Model
 import Configuration
+import LinuxSystem
+import MQTTClient
 import NotificationRig
+import Payloads
 import Profiles
-import Publishing
 import Reactor
 import Relay
 import SensorTagEmulator
+import SharedTypes
+import TestHarness
 
 #if canImport(Glibc)
 import Glibc
@@ -94,7 +97,8 @@ public final class PublishRig {
     public let publication: Publication
     public let notification: NotificationRig
     public let broker: Broker?
-    public let spoolDirectory: String
+    private let spoolFolder: TemporaryDirectory
+    public var spoolDirectory: String { spoolFolder.path }
     /// Topic and payload of the last reading published during setup.
     public let topic: String
     public let samplePayload: String
@@ -115,7 +119,7 @@ public final class PublishRig {
         var started: Broker?
         if c.mode == .broker { started = try Broker() }
         broker = started
-        spoolDirectory = try makeTemporaryDirectory("spool")
+        spoolFolder = TemporaryDirectory("spool")
         // A client id per rig, so that two rigs on one broker never take over each other's session;
         // always 32 bytes, so that the setup allocates the same in every run (the probe's
         // per-step figures are differences between two runs).
@@ -125,7 +129,7 @@ public final class PublishRig {
         var configuration = DaemonConfiguration()
         configuration.mqtt.brokers = [MQTTBroker(host: "127.0.0.1", port: started?.port ?? 1)]
         configuration.mqtt.clientID = clientID
-        configuration.spool.path = spoolDirectory
+        configuration.spool.path = spoolFolder.path
         configuration.homeAssistant.discovery = false
         // COLLECTORD_BENCH_PAYLOAD=flat measures the flat payload (the default is the detailed one).
         if let name = getenv("COLLECTORD_BENCH_PAYLOAD"), let format = PayloadFormat(rawValue: String(cString: name)) {
@@ -184,7 +188,7 @@ public final class PublishRig {
         guard publication.readingsPublished == 1, publication.rejected + publication.outbox.rejected == 0 else {
             throw failure("\(publication.readingsPublished) readings encoded, \(publication.rejected + publication.outbox.rejected) rejected")
         }
-        topic = publication.publisher.topics.reading(tag: notification.supervisor.tag.name, sensor: c.notification.sensor)
+        topic = publication.topics.reading(tag: notification.supervisor.tag.name, sensor: c.notification.sensor)
         samplePayload = try Self.payload(of: c, readings: publication.tags[tag.name]!.readings, reading: notification.counter.last)
         handedOffBefore = publication.publisher.statistics.handedOff
         deliveredBefore = publication.publisher.statistics.delivered
@@ -256,7 +260,7 @@ public final class PublishRig {
             if s.delivered - deliveredBefore != UInt64(sent) { out.append("\(s.delivered - deliveredBefore) of \(sent) acknowledged") }
             if !publication.spool.isEmpty { out.append("\(publication.spool.count) messages spooled") }
             if !publication.publisher.isConnected { out.append("publisher \(publication.publisher.state)") }
-        case .deferred:
+        case .spool:
             // Appended, not still held: past maxBytes (64 MiB) the spool drops its oldest
             // segments, as designed, and counts them in `dropped`.
             let appended = publication.spool.nextSequence - appendedBefore
@@ -282,7 +286,7 @@ public final class PublishRig {
         notification.close()
         publication.outbox.stopSyncing()
         try? publication.spool.close()
-        broker?.stop()
-        removeDirectory(spoolDirectory)
+        try? broker?.stop()
+        spoolFolder.remove()
     }
 }
