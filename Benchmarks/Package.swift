@@ -82,7 +82,6 @@ let package = Package(
                 .product(name: "SharedTypes", package: "collectord"),
                 .product(name: "Reactor", package: "collectord"),
                 .product(name: "Acquisition", package: "collectord"),
-                .product(name: "Configuration", package: "collectord"),
                 .product(name: "Spooling", package: "collectord"),
                 .product(name: "MQTTClient", package: "collectord"),
                 .product(name: "Payloads", package: "collectord"),

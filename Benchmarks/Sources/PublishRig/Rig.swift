@@ -29,7 +29,6 @@
 // its real rates, where every PUBACK comes back long before the next notification.
 
 import Acquisition
-import Configuration
 import LinuxSystem
 import MQTTClient
 import NotificationRig
@@ -126,18 +125,20 @@ public final class PublishRig {
         let unique = UInt64(UInt32(truncatingIfNeeded: getpid())) << 32 | UInt64(UInt32.random(in: 0...UInt32.max))
         let hex = String(unique, radix: 16)
         let clientID = "collectord-bench-" + String(repeating: "0", count: 16 - hex.count) + hex
-        var configuration = DaemonConfiguration()
-        configuration.mqtt.brokers = [MQTTBroker(host: "127.0.0.1", port: started?.port ?? 1)]
-        configuration.mqtt.clientID = clientID
-        configuration.spool.path = spoolFolder.path
-        configuration.homeAssistant.discovery = false
+        // The daemon's defaults but for the broker, the client id, the spool and discovery.
+        let topics = try Topics(prefix: "collectord", client: clientID)
+        var mqtt = MQTTPublisherConfiguration(
+            brokers: [MQTTBroker(host: "127.0.0.1", port: started?.port ?? 1)], clientID: clientID,
+            presence: Presence(topic: topics.status, online: ControlPayloads.online, offline: ControlPayloads.offline))
+        mqtt.keepalive = .seconds(30)
+        var settings = PublicationSettings(topics: topics, publisher: mqtt, spoolDirectory: spoolFolder.path, homeAssistant: nil)
         // COLLECTORD_BENCH_PAYLOAD=flat measures the flat payload (the default is the detailed one).
         if let name = getenv("COLLECTORD_BENCH_PAYLOAD"), let format = PayloadFormat(rawValue: String(cString: name)) {
-            configuration.mqtt.payload = format
+            settings.payloadFormat = format
         }
         let events = EventTranscript()
-        // The synchronised clock's payloads (no "time_synced":false), whatever this machine's NTP says.
-        publication = try Publication(configuration: configuration, loop: loop, softwareVersion: "benchmark", clock: { true }) { level, message in
+        // The publication's clock is synchronised by default: no "time_synced":false in the payloads.
+        publication = try Publication(settings: settings, loop: loop, softwareVersion: "benchmark") { level, message in
             events.lines.append("\(level): \(message())")
         }
         publication.onEvent = { events.lines.append("\($0)") }
