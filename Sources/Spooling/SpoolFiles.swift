@@ -92,10 +92,13 @@ extension Spool {
     /// Replaces the cursor file atomically and durably (`replaceFile`).
     func writeCursor() throws(SpoolError) {
         let head = headSequence, dropped = dropped
-        try withUnsafeTemporaryAllocation(byteCount: SpoolCursor.size, alignment: 8) { b throws(SpoolError) in
+        // Through a Result: Swift 6.2's withUnsafeTemporaryAllocation rethrows untyped errors.
+        let written: Result<Void, SpoolError> = withUnsafeTemporaryAllocation(byteCount: SpoolCursor.size, alignment: 8) { b in
             SpoolCursor.encode(head: head, dropped: dropped, into: b.baseAddress!)
-            try replaceFile("cursor", with: UnsafeRawBufferPointer(b))
+            do throws(SpoolError) { try replaceFile("cursor", with: UnsafeRawBufferPointer(b)) } catch { return .failure(error) }
+            return .success(())
         }
+        try written.get()
         persistedHead = head
         persistedDropped = dropped
     }

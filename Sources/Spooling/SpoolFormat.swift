@@ -283,10 +283,12 @@ enum SpoolNames {
     static let nameLength = 16 + 6
 
     /// Calls `body` with the NUL-terminated file name of segment `number`, built on the stack.
+    /// The typed error comes back through a `Result`: Swift 6.2's `withUnsafeTemporaryAllocation`
+    /// rethrows untyped errors, which would not convert to `E`.
     @inline(__always)
     static func withSegmentName<R, E: Error>(_ number: UInt64, extension ext: StaticString = ".spool",
                                              _ body: (UnsafePointer<CChar>) throws(E) -> R) throws(E) -> R {
-        try withUnsafeTemporaryAllocation(of: CChar.self, capacity: 17 + ext.utf8CodeUnitCount) { buf throws(E) in
+        let result: Result<R, E> = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 17 + ext.utf8CodeUnitCount) { buf in
             var v = number
             for i in stride(from: 15, through: 0, by: -1) {
                 let d = UInt8(v & 0xF)
@@ -298,8 +300,9 @@ enum SpoolNames {
                 for c in e { buf[n] = CChar(bitPattern: c); n += 1 }
             }
             buf[n] = 0
-            return try body(buf.baseAddress!)
+            do throws(E) { return .success(try body(buf.baseAddress!)) } catch { return .failure(error) }
         }
+        return try result.get()
     }
 
     static func segmentName(_ number: UInt64, extension ext: StaticString = ".spool") -> String {
