@@ -133,23 +133,43 @@ public final class ATTBearer {
     public let fd: Int32
     private let loop: EventLoop
     /// The negotiated ATT_MTU (23 until an exchange).
-    public var mtu: Int = ATT.defaultMTU
+    public var mtu: Int {
+        get { negotiatedMTU }
+        set { negotiatedMTU = newValue }
+    }
     /// The MTU this side offers in an exchange.
     public var preferredMTU: Int = ATT.maximumMTU
     public var requestTimeout: Duration = .seconds(10)
-    public private(set) var counters = ATTCounters()
-    public private(set) var isOpen = true
+    public var counters: ATTCounters { counts }
+    public var isOpen: Bool { open }
     /// When the kernel received the PDU being handled. On the loop's clock that is `loop.now`,
     /// and on the wall clock the time of the read, when the socket gives no receive time.
-    public private(set) var arrival: Arrival
+    public var arrival: Arrival { receivedAt }
+
+    // The state read or written for every PDU (these, and the value handlers) is stored privately
+    // behind public accessors: with every access inside this module, the optimizer can prove none overlaps another
+    // and drops the runtime exclusivity check (dozens of instructions each, several per
+    // notification) that a public stored property gets at every access.
+    private var negotiatedMTU = ATT.defaultMTU
+    private var counts = ATTCounters()
+    private var open = true
+    private var receivedAt: Arrival
+    private var notificationHandler: ValueHandler?
+    private var indicationHandler: ValueHandler?
 
     /// Notifications (client role): the GATT client's, which hands them on by handle. The span is
     /// the value inside the receive buffer: valid only during the call.
-    public var onNotification: ValueHandler?
+    public var onNotification: ValueHandler? {
+        get { notificationHandler }
+        set { notificationHandler = newValue }
+    }
     /// Indications (client role). The handler confirms each (`send` of a Handle Value
     /// Confirmation), once whoever it hands the value to is done; without a handler the bearer
     /// confirms it itself, since nobody else will and the peer waits for it.
-    public var onIndication: ValueHandler?
+    public var onIndication: ValueHandler? {
+        get { indicationHandler }
+        set { indicationHandler = newValue }
+    }
     /// Requests and commands from the peer (server role). Without a handler the bearer answers
     /// as a client with no attributes. The handler must answer every request with `send`.
     public var onRequest: RequestHandler?
@@ -182,7 +202,7 @@ public final class ATTBearer {
         self.loop = loop
         self.rx = .allocate(byteCount: ATT.maximumMTU + 1, alignment: 8)
         self.control = .allocate(byteCount: collectord_recv_control_size(), alignment: 8)
-        self.arrival = .now(on: loop)
+        self.receivedAt = .now(on: loop)
         let flags = fcntl(fd, F_GETFL)
         _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
         // Without them (a socket type that refuses), PDUs count as received when read.
@@ -205,7 +225,7 @@ public final class ATTBearer {
     /// Sends a request and calls `handler` with its response, an Error Response, a timeout or a
     /// disconnect. Requests queue behind the outstanding one.
     public func request(_ bytes: [UInt8], handler: @escaping ResponseHandler) {
-        guard isOpen else { return withRawSpan([]) { handler(.failure(.disconnected), $0) } }
+        guard open else { return withRawSpan([]) { handler(.failure(.disconnected), $0) } }
         guard let first = bytes.first, let op = ATTOpcode(rawValue: first), let expect = op.response else {
             preconditionFailure("ATTBearer.request needs a request PDU")
         }
@@ -218,7 +238,7 @@ public final class ATTBearer {
 
     /// Sends an indication (server role) and calls `handler` when confirmed.
     public func indicate(_ bytes: [UInt8], handler: @escaping ResponseHandler) {
-        guard isOpen, indicationPending == nil else { return withRawSpan([]) { handler(.failure(.disconnected), $0) } }
+        guard open, indicationPending == nil else { return withRawSpan([]) { handler(.failure(.disconnected), $0) } }
         serial &+= 1
         let id = serial
         let timer = loop.schedule(after: requestTimeout) { [weak self] in self?.timedOut(id) }
@@ -230,7 +250,7 @@ public final class ATTBearer {
     /// Sends a PDU that expects no response: a command, a notification, or (server role) a
     /// response. When the socket's queue is full the PDU waits in a bounded outbox.
     public func send(_ bytes: [UInt8]) {
-        guard isOpen else { return }
+        guard open else { return }
         transmit(bytes)
     }
 
@@ -238,8 +258,8 @@ public final class ATTBearer {
     public func sendRaw(_ bytes: [UInt8]) { transmit(bytes) }
 
     public func close(_ reason: ATTBearerCloseReason = .local) {
-        guard isOpen else { return }
-        isOpen = false
+        guard open else { return }
+        open = false
         loop.unwatch(fd)
         Glibc.close(fd)
         if let p = pending {
@@ -272,8 +292,8 @@ public final class ATTBearer {
     /// right after its handlers, so one that held the loop up leaves the socket unread.
     private func timedOut(_ id: UInt64) {
         readPending()
-        guard isOpen, pending?.serial == id || indicationPending?.serial == id else { return }
-        counters.timeouts += 1
+        guard open, pending?.serial == id || indicationPending?.serial == id else { return }
+        counts.timeouts += 1
         close(.requestTimeout)
     }
 
@@ -282,18 +302,18 @@ public final class ATTBearer {
     /// after the loop was held up (a slow disk, a busy Pi, SIGSTOP), the timers of the turn run
     /// before the loop has read what the kernel queued meanwhile.
     public func readPending() {
-        guard isOpen else { return }
+        guard open else { return }
         ready([])
     }
 
     private func transmit(_ bytes: [UInt8]) {
-        guard isOpen else { return }
+        guard open else { return }
         if !outbox.isEmpty {
             enqueue(bytes)
             return
         }
         switch sendNow(bytes) {
-        case .done: counters.sent += 1
+        case .done: counts.sent += 1
         case .wouldBlock: enqueue(bytes)
         case .failed(let e): close(.error(e))
         }
@@ -316,7 +336,7 @@ public final class ATTBearer {
 
     private func enqueue(_ bytes: [UInt8]) {
         guard outbox.count < ATTBearer.outboxLimit else {
-            counters.dropped += 1
+            counts.dropped += 1
             return
         }
         if outbox.isEmpty { loop.modify(fd, [.readable, .writable]) }
@@ -332,7 +352,7 @@ public final class ATTBearer {
                 close(.error(e))
                 return
             }
-            counters.sent += 1
+            counts.sent += 1
             outbox.removeFirst()
         }
         loop.modify(fd, .readable)
@@ -348,10 +368,10 @@ public final class ATTBearer {
         var wall = timespec()
         clock_gettime(CLOCK_REALTIME, &wall)
         var stamp = timespec()
-        var drops = UInt32(truncatingIfNeeded: counters.kernelDropped)  // a PDU carries it only once non-zero
+        var drops = UInt32(truncatingIfNeeded: counts.kernelDropped)  // a PDU carries it only once non-zero
         // Drain what is queued, but yield to other descriptors after a bounded batch.
         for _ in 0..<64 {
-            guard isOpen else { return }
+            guard open else { return }
             let result: IOResult<Int>
             do {
                 result = try Syscall.call("recvmsg") {
@@ -371,14 +391,14 @@ public final class ATTBearer {
                 return
             }
             if n > 0 {
-                counters.received += 1
-                counters.kernelDropped = UInt64(drops)
-                arrival = Arrival(instant: ATTBearer.arrival(stamp: stamp, wall: wall, now: now),
+                counts.received += 1
+                counts.kernelDropped = UInt64(drops)
+                receivedAt = Arrival(instant: ATTBearer.arrival(stamp: stamp, wall: wall, now: now),
                                   wall: ATTBearer.wallArrival(stamp: stamp, wall: wall))
-                if n > rx.count || n > mtu {
-                    counters.oversized += 1
-                    if let p = pending, n > mtu, let op = ATTOpcode(rawValue: rx[0]), op.isResponse {
-                        finish(p, .failure(.malformedResponse("\(n) bytes exceed the MTU of \(mtu)")), length: 0)
+                if n > rx.count || n > negotiatedMTU {
+                    counts.oversized += 1
+                    if let p = pending, n > negotiatedMTU, let op = ATTOpcode(rawValue: rx[0]), op.isResponse {
+                        finish(p, .failure(.malformedResponse("\(n) bytes exceed the MTU of \(negotiatedMTU)")), length: 0)
                     }
                     continue
                 }
@@ -418,12 +438,12 @@ public final class ATTBearer {
         let span = RawSpan(_unsafeBytes: received(n))
         switch pdu {
         case .notification(let handle):
-            counters.notifications += 1
-            onNotification?(handle, span.extracting(3..<n))
+            counts.notifications += 1
+            notificationHandler?(handle, span.extracting(3..<n))
         case .indication(let handle):
-            counters.indications += 1
-            if let onIndication {
-                onIndication(handle, span.extracting(3..<n))
+            counts.indications += 1
+            if let indicationHandler {
+                indicationHandler(handle, span.extracting(3..<n))
             } else {
                 reply.confirmation()
                 transmit(reply.bytes)
@@ -432,7 +452,7 @@ public final class ATTBearer {
             if let p = pending, p.request == request {
                 finish(p, .success(pdu), length: n)
             } else {
-                counters.unexpected += 1
+                counts.unexpected += 1
             }
         case .confirmation:
             if let p = indicationPending {
@@ -440,7 +460,7 @@ public final class ATTBearer {
                 indicationPending = nil
                 p.handler(.success(pdu), span)
             } else {
-                counters.unexpected += 1
+                counts.unexpected += 1
             }
         default:
             let op = ATTOpcode(rawValue: rx[0])!
@@ -448,7 +468,7 @@ public final class ATTBearer {
                 if let p = pending, p.expect == op {
                     finish(p, .success(pdu), length: n)
                 } else {
-                    counters.unexpected += 1
+                    counts.unexpected += 1
                 }
             } else if let onRequest {
                 onRequest(pdu, span)
@@ -467,7 +487,7 @@ public final class ATTBearer {
         } else {
             p.handler(result, RawSpan(_unsafeBytes: received(length)))
         }
-        if pending == nil, isOpen, !queue.isEmpty {
+        if pending == nil, open, !queue.isEmpty {
             let next = queue.removeFirst()
             start(next.bytes, expect: next.expect, handler: next.handler)
         }
@@ -478,15 +498,15 @@ public final class ATTBearer {
     private func rejected(_ error: ATTParseError, firstByte: UInt8) {
         switch error {
         case .unknownOpcode(let raw):
-            counters.unknownOpcodes += 1
+            counts.unknownOpcodes += 1
             if !ATTOpcode.isCommand(raw) { refuse(request: raw, handle: 0, .requestNotSupported) }
         case .empty:
-            counters.malformed += 1
+            counts.malformed += 1
         case .invalidHandleRange(let op, let start):
-            counters.malformed += 1
+            counts.malformed += 1
             refuse(request: op.rawValue, handle: start, .invalidHandle)
         case .length(let op, _, _), .malformed(let op, _):
-            counters.malformed += 1
+            counts.malformed += 1
             if op.isResponse, let p = pending, p.expect == op || op == .errorResponse {
                 finish(p, .failure(.malformedResponse(error.description)), length: 0)
             } else if op.response != nil, op != .handleValueIndication {
@@ -503,7 +523,7 @@ public final class ATTBearer {
             reply.reset(.exchangeMTUResponse)
             reply.u16(UInt16(preferredMTU))
             transmit(reply.bytes)
-            mtu = max(ATT.defaultMTU, min(Int(clientMTU), preferredMTU))
+            negotiatedMTU = max(ATT.defaultMTU, min(Int(clientMTU), preferredMTU))
         case .readByGroupTypeRequest(let start, _, _), .readByTypeRequest(let start, _, _),
              .findInformationRequest(let start, _), .findByTypeValueRequest(let start, _, _):
             refuse(request: rx[0], handle: start, .attributeNotFound)
@@ -514,12 +534,12 @@ public final class ATTBearer {
         case .unsupported(let op) where op.response != nil:
             refuse(request: op.rawValue, handle: 0, .requestNotSupported)
         default:
-            counters.unexpected += 1
+            counts.unexpected += 1
         }
     }
 
     public func refuse(request: UInt8, handle: UInt16, _ code: ATTErrorCode) {
-        counters.refusedRequests += 1
+        counts.refusedRequests += 1
         reply.error(request: request, handle: handle, code: code)
         transmit(reply.bytes)
     }

@@ -292,7 +292,8 @@ extension DeviceSession {
         let taken = active.contains { $0.dataHandle == sensor.dataHandle }
         active.append(sensor)
         if !taken {
-            client.register(valuesOf: sensor.dataHandle) { [weak self] _, value, arrival in self?.notified(slot, value, at: arrival) }
+            let session = WeakSession(self)
+            client.register(valuesOf: sensor.dataHandle) { _, value, arrival in session.target?.notified(slot, value, at: arrival) }
         }
         return slot
     }

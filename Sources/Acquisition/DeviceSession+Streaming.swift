@@ -22,6 +22,14 @@ extension DeviceSession.ActiveSensor {
     }
 }
 
+/// A session as the handlers it registers with its client hold it: weakly, since the client may
+/// outlive it, but through this class rather than a `[weak self]` capture, whose box each call
+/// would read under a runtime exclusivity check.
+final class WeakSession {
+    weak var target: DeviceSession?
+    init(_ target: DeviceSession) { self.target = target }
+}
+
 extension DeviceSession {
     /// A value the GATT client handed over for the sensor in `slot` (registered by its handle).
     func notified(_ slot: Int, _ value: borrowing RawSpan, at arrival: Arrival) {

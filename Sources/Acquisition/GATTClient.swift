@@ -83,8 +83,11 @@ public final class GATTClient {
 
     public init(bearer: ATTBearer) {
         self.bearer = bearer
-        bearer.onNotification = { [weak self] handle, value in self?.received(handle, value, indication: false) }
-        bearer.onIndication = { [weak self] handle, value in self?.received(handle, value, indication: true) }
+        // Unowned, not weak: the deinit below takes both handlers back, so they never run without
+        // the client, and a weak capture would cost a checked access to its box, a side table for
+        // the client and the slow path of every retain and release of it, at each value.
+        bearer.onNotification = { [unowned self] handle, value in received(handle, value, indication: false) }
+        bearer.onIndication = { [unowned self] handle, value in received(handle, value, indication: true) }
     }
 
     deinit {
@@ -148,7 +151,13 @@ public final class GATTClient {
     }
 
     public func unregister(_ registration: ValueRegistration) {
-        registrations.removeAll { $0.id == registration.id }
+        // A plain loop rather than `removeAll(where:)`: no closure runs inside an access to
+        // `registrations`, so the optimizer can prove that none of its accesses overlap and drops
+        // their runtime exclusivity checks, one of them at each value received.
+        for i in registrations.indices where registrations[i].id == registration.id {
+            registrations.remove(at: i)
+            return
+        }
     }
 
     public func unregisterAll() {
