@@ -73,14 +73,8 @@ public struct Arrival: Sendable, Equatable {
 
     /// Now on both clocks: for a value no PDU brought (a sensor's resting value).
     public static func now(on loop: EventLoop) -> Arrival {
-        var wall = timespec()
-        clock_gettime(CLOCK_REALTIME, &wall)
-        return Arrival(instant: loop.now, wall: WallTime(wall))
+        Arrival(instant: loop.now, wall: .now())
     }
-}
-
-extension WallTime {
-    init(_ t: timespec) { self.init(nanosecondsSinceEpoch: Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)) }
 }
 
 /// What the bearer has seen; the session publishes these as metrics.

@@ -92,11 +92,7 @@ final class PublicationFixture {
 }
 
 /// CLOCK_REALTIME now, as the kernel stamps what it receives.
-func wallNow() -> WallTime {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return WallTime(nanosecondsSinceEpoch: Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec))
-}
+func wallNow() -> WallTime { .now() }
 
 @Suite(.serialized) struct PublicationTests {
     /// Found on issue #24: a reading's time was when it was encoded, so a backlog read at once
