@@ -28,6 +28,8 @@ public enum ManagementEvent: Sendable, Equatable {
     case deviceFound(index: UInt16, Advertisement)
     /// Discovering (0x0013): the kernel's discovery started or stopped.
     case discovering(index: UInt16, Bool)
+    /// Command Complete of Add Advertisement Patterns Monitor (0x0052): the monitor's handle.
+    case monitorAdded(index: UInt16, handle: UInt16)
     case other
 }
 
@@ -36,6 +38,16 @@ enum ManagementOpcode {
     static let removeDevice: UInt16 = 0x0034
     static let startDiscovery: UInt16 = 0x0023
     static let stopDiscovery: UInt16 = 0x0024
+    static let addPatternsMonitor: UInt16 = 0x0052
+    static let removeMonitor: UInt16 = 0x0053
+}
+
+/// Event codes the management channel's readers act on.
+enum ManagementEventCode {
+    static let deviceFound: UInt16 = 0x0012
+    /// Adv Monitor Device Found: a report matched by a monitor the controller runs itself (MSFT
+    /// offload); the Device Found parameters behind a 2-byte monitor handle.
+    static let monitorDeviceFound: UInt16 = 0x002F
 }
 
 /// A command: opcode, controller index, parameter length (little-endian), parameters.
@@ -58,6 +70,10 @@ public func parseManagementEvent(_ p: borrowing RawSpan) -> ManagementEvent? {
     switch code {
     case 0x0001, 0x0002:
         guard length >= 3 else { return nil }
+        let opcode = UInt16.load(from: p, at: 6), status = UInt8.load(from: p, at: 8)
+        if code == 0x0001 && opcode == ManagementOpcode.addPatternsMonitor && status == 0 && length >= 5 {
+            return .monitorAdded(index: index, handle: UInt16.load(from: p, at: 9))
+        }
         return .completed(opcode: UInt16.load(from: p, at: 6), status: UInt8.load(from: p, at: 8), index: index)
     case 0x0012:
         // Address (6), type (1), RSSI (1), flags (4), EIR length (2), EIR: the AD structures.
@@ -80,6 +96,38 @@ public func parseManagementEvent(_ p: borrowing RawSpan) -> ManagementEvent? {
     }
 }
 
+/// One advertisement as the kernel reported it, viewed in the management channel's receive
+/// buffer: valid only during the call it is handed to.
+public struct DeviceReport {
+    public let index: UInt16
+    public let address: BluetoothAddress
+    public let rssi: Int8
+    /// The advertising data (AD structures), as on air; for an active scan the scan response
+    /// follows it.
+    public let data: UnsafeRawBufferPointer
+
+    /// Parses Device Found (0x0012) or Adv Monitor Device Found (0x002F); nil if malformed, or
+    /// for a BR/EDR device.
+    init?(_ packet: UnsafeRawBufferPointer) {
+        guard packet.count >= 6 else { return nil }
+        let code = UInt16(packet[0]) | UInt16(packet[1]) << 8
+        let length = Int(packet[4]) | Int(packet[5]) << 8
+        let start = code == ManagementEventCode.monitorDeviceFound ? 8 : 6  // behind the monitor handle
+        // Address (6), type (1), RSSI (1), flags (4), data length (2), data.
+        guard packet.count >= 6 + length, 6 + length >= start + 14 else { return nil }
+        let dataLength = Int(packet[start + 12]) | Int(packet[start + 13]) << 8
+        guard start + 14 + dataLength <= 6 + length else { return nil }
+        let type = packet[start + 6]
+        guard type == 1 || type == 2 else { return nil }
+        var bytes = InlineArray<6, UInt8>(repeating: 0)
+        for k in 0..<6 { bytes[k] = packet[start + 5 - k] }
+        index = UInt16(packet[2]) | UInt16(packet[3]) << 8
+        address = BluetoothAddress(bytes: bytes, kind: type == 2 ? .random : .public)
+        rssi = Int8(bitPattern: packet[start + 7])
+        data = UnsafeRawBufferPointer(rebasing: packet[(start + 14)..<(start + 14 + dataLength)])
+    }
+}
+
 // MARK: - The socket
 
 /// The management control channel, read by the loop.
@@ -91,6 +139,9 @@ public final class ManagementSocket {
     /// Device Found events are skipped unread while nobody wants them: with someone discovering
     /// in a crowded place they come by the hundred per second.
     public var ignoresDevices = false
+    /// Takes every report (Device Found, Adv Monitor Device Found) as it is read, instead of
+    /// `onEvent`: no `Advertisement` is built, nothing is copied or allocated.
+    public var onReport: ((DeviceReport) -> Void)?
 
     public convenience init(loop: EventLoop) throws(LinkError) {
         let fd = try HCIChannel.socket()
@@ -104,7 +155,16 @@ public final class ManagementSocket {
     init(loop: EventLoop, fd: Int32) throws(LinkError) {
         channel = try HCIChannel(loop: loop, fd: fd, bufferSize: 1024)
         channel.onPacket = { [unowned self] packet in
-            if self.ignoresDevices && packet.count >= 2 && packet[0] == 0x12 && packet[1] == 0x00 { return }
+            if packet.count >= 2 {
+                let code = UInt16(packet[0]) | UInt16(packet[1]) << 8
+                if code == ManagementEventCode.deviceFound || code == ManagementEventCode.monitorDeviceFound {
+                    if let onReport = self.onReport {
+                        if let report = DeviceReport(packet) { onReport(report) }
+                        return
+                    }
+                    if self.ignoresDevices { return }
+                }
+            }
             if let event = parseManagementEvent(RawSpan(_unsafeBytes: packet)) { self.onEvent?(event) }
         }
     }

@@ -22,6 +22,9 @@ final class FakeManagement {
     var status: UInt8 = 0
     /// Devices listed with Add Device (action 0), as the kernel keeps pend_le_reports.
     var listed: Set<[UInt8]> = []
+    /// Advertisement monitors registered, by handle.
+    var monitors: Set<UInt16> = []
+    private var nextMonitor: UInt16 = 0
 
     private init(loop: EventLoop, fd: Int32) {
         self.loop = loop
@@ -46,6 +49,14 @@ final class FakeManagement {
         let address = Array(p[6..<min(p.count, 13)])
         if p[0] == 0x33 { listed.insert(address) }
         if p[0] == 0x34 { listed.remove(address) }
+        if p[0] == 0x52 && p[1] == 0 && status == 0 {
+            // Add Advertisement Patterns Monitor answers with the new monitor's handle.
+            nextMonitor += 1
+            monitors.insert(nextMonitor)
+            transmit(fd, [0x01, 0x00, p[2], p[3], 0x05, 0x00, p[0], p[1], status, UInt8(nextMonitor), 0])
+            return
+        }
+        if p[0] == 0x53 && p[1] == 0 && p.count >= 8 { monitors.remove(UInt16(p[6]) | UInt16(p[7]) << 8) }
         transmit(fd, [0x01, 0x00, p[2], p[3], 0x03, 0x00, p[0], p[1], status])
     }
 
@@ -57,6 +68,18 @@ final class FakeManagement {
         let eir = [UInt8(name.utf8.count + 1), 0x09] + Array(name.utf8)
         let params = managementAddress(address) + [0xC4, 0, 0, 0, 0, UInt8(eir.count), 0] + eir
         transmit(fd, [0x12, 0x00, UInt8(index), 0x00, UInt8(params.count), 0x00] + params)
+    }
+
+    /// Device Found on controller `index` for `address` with advertising data `data`; with
+    /// `monitor`, as Adv Monitor Device Found from that monitor.
+    func advertises(_ address: BluetoothAddress, _ data: [UInt8], rssi: Int8 = -70, index: UInt16 = 0, monitor: UInt16? = nil) {
+        var params = managementAddress(address) + [UInt8(bitPattern: rssi), 0, 0, 0, 0, UInt8(data.count), 0] + data
+        var code: UInt8 = 0x12
+        if let monitor {
+            params = [UInt8(monitor & 0xFF), UInt8(monitor >> 8)] + params
+            code = 0x2F
+        }
+        transmit(fd, [code, 0x00, UInt8(index), 0x00, UInt8(params.count), 0x00] + params)
     }
 
     func isListed(_ address: BluetoothAddress) -> Bool { listed.contains(managementAddress(address)) }
