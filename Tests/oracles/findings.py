@@ -23,7 +23,7 @@ class Finding:
 def _theengs_acceleration(d: Diff, advert) -> bool:
     if not d.key.startswith("acceleration/") or d.ours is None or d.theirs is None:
         return False
-    return abs(float(d.ours.value) - 10 * float(d.theirs.value)) <= 1e-6 * max(1.0, abs(float(d.ours.value))) + 0.005
+    return abs(float(d.ours.value) - 10 * float(d.theirs.value)) <= 1e-6 * max(1.0, abs(float(d.ours.value))) + 0.011
 
 
 def _ruuvi_axes_together(d: Diff, advert) -> bool:
