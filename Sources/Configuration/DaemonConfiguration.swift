@@ -34,6 +34,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var profiles: [String: DeviceProfile] = [:]
     /// The drop-in file each of `profiles` not declared in the main file comes from.
     public var profileFiles: [String: String] = [:]
+    /// The advertisement formats the file and its drop-ins declare ([[advertisement]]), by name.
+    public var advertisements: [String: DeclaredAdvertisement] = [:]
 
     public init() {}
 

@@ -41,6 +41,10 @@ struct DeclaredProfiles {
     /// Where each valid profile declares each sensor and field, for the errors a tag using it
     /// finds (in another file, maybe).
     var origins: [String: ProfileOrigins] = [:]
+    /// The advertisement formats (`[[advertisement]]`), by name, with the same bookkeeping.
+    var advertisements: [String: DeclaredAdvertisement] = [:]
+    var invalidAdvertisements = Set<String>()
+    var advertisementFiles: [String: String] = [:]
 }
 
 /// A place in a configuration file.
@@ -200,6 +204,41 @@ extension Validator {
             }
         }
 
+        let shape = declaredShape(c, scope)
+        let fields = declaredFields(c, scope, expected: shape?.valueCount)
+        let notify = bool(c, "notify", scope, default: true)
+        var enable: (uuid: GATTUUID, bytes: [UInt8])?
+        if let t = table(c, "enable", scope) {
+            var s = scope
+            s.prefix += "enable."
+            checkKeys(t, allowed: Schema.enableWrite, s)
+            let u = self.uuid(t, "uuid", s, required: true)
+            let bytes = hexBytes(t, "value", s)
+            if let u, let bytes { enable = (u, bytes) }
+        }
+        var period: (uuid: GATTUUID, encoding: PeriodEncoding)?
+        if let t = table(c, "period", scope) {
+            var s = scope
+            s.prefix += "period."
+            checkKeys(t, allowed: Schema.periodWrite, s)
+            let u = self.uuid(t, "uuid", s, required: true)
+            let encoding = choice(t, "encoding", s, Schema.periodEncodings)
+            if encoding == nil && t["encoding"] == nil {
+                report(t.line, s.tableContext, "missing required key \"encoding\" (one of \(PeriodEncoding.allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            if let u, let encoding { period = (u, encoding) }
+        }
+
+        guard errors.count == errorsBefore, let sensor, let service, let uuid, let shape, let fields,
+              let decoding = DeclaredDecoding(shape: shape, fields: fields.map(\.field)) else { return nil }
+        return Declared(characteristic: DeclaredCharacteristic(sensor: sensor, service: service, uuid: uuid, decoding: decoding,
+                                                               notifies: notify, enable: enable, period: period),
+                        uuidLine: uuidLine, fieldLines: fields.map(\.line))
+    }
+
+    /// `shape`, `type`, `count`, `type2`, `count2` and `byte_order` of a declared characteristic
+    /// or advertised sensor: the shape they make, or nil with every problem reported.
+    mutating func declaredShape(_ c: TOMLTable, _ scope: Scope) -> DeclaredShape? {
         var kind: ShapeKind?
         var isString = false
         if let v = c["shape"], v.string == ShapeKind.string.rawValue {
@@ -248,40 +287,12 @@ extension Validator {
             }
         }
 
-        let fields = declaredFields(c, scope, expected: shape?.valueCount)
-        let notify = bool(c, "notify", scope, default: true)
-        var enable: (uuid: GATTUUID, bytes: [UInt8])?
-        if let t = table(c, "enable", scope) {
-            var s = scope
-            s.prefix += "enable."
-            checkKeys(t, allowed: Schema.enableWrite, s)
-            let u = self.uuid(t, "uuid", s, required: true)
-            let bytes = hexBytes(t, "value", s)
-            if let u, let bytes { enable = (u, bytes) }
-        }
-        var period: (uuid: GATTUUID, encoding: PeriodEncoding)?
-        if let t = table(c, "period", scope) {
-            var s = scope
-            s.prefix += "period."
-            checkKeys(t, allowed: Schema.periodWrite, s)
-            let u = self.uuid(t, "uuid", s, required: true)
-            let encoding = choice(t, "encoding", s, Schema.periodEncodings)
-            if encoding == nil && t["encoding"] == nil {
-                report(t.line, s.tableContext, "missing required key \"encoding\" (one of \(PeriodEncoding.allCases.map(\.rawValue).joined(separator: ", ")))")
-            }
-            if let u, let encoding { period = (u, encoding) }
-        }
-
-        guard errors.count == errorsBefore, let sensor, let service, let uuid, let shape, let fields,
-              let decoding = DeclaredDecoding(shape: shape, fields: fields.map(\.field)) else { return nil }
-        return Declared(characteristic: DeclaredCharacteristic(sensor: sensor, service: service, uuid: uuid, decoding: decoding,
-                                                               notifies: notify, enable: enable, period: period),
-                        uuidLine: uuidLine, fieldLines: fields.map(\.line))
+        return shape
     }
 
     /// `fields = [{ name = "…", scale = …, offset = …, unit = "…", device_class = "…" }, …]`: one
     /// per value the shape yields, in wire order.
-    private mutating func declaredFields(_ c: TOMLTable, _ scope: Scope, expected: Int?) -> [(field: DeclaredField, line: Int)]? {
+    mutating func declaredFields(_ c: TOMLTable, _ scope: Scope, expected: Int?) -> [(field: DeclaredField, line: Int)]? {
         guard let v = value(c, "fields", .array, scope), let items = v.array else {
             if c["fields"] == nil { report(c.line, scope.tableContext, "missing required key \"fields\"") }
             return nil
@@ -342,7 +353,7 @@ extension Validator {
         return out.count == items.count ? out : nil
     }
 
-    private mutating func uuid(_ t: TOMLTable, _ key: String, _ scope: Scope, required: Bool) -> GATTUUID? {
+    mutating func uuid(_ t: TOMLTable, _ key: String, _ scope: Scope, required: Bool) -> GATTUUID? {
         guard let (s, line) = string(t, key, scope) else {
             if required && t[key] == nil { report(t.line, scope.tableContext, "missing required key \(quoted(key))") }
             return nil
@@ -355,7 +366,7 @@ extension Validator {
     }
 
     /// "01", "01 00" or "0100": one to 20 bytes, in hex.
-    private mutating func hexBytes(_ t: TOMLTable, _ key: String, _ scope: Scope) -> [UInt8]? {
+    mutating func hexBytes(_ t: TOMLTable, _ key: String, _ scope: Scope) -> [UInt8]? {
         guard let (s, line) = string(t, key, scope) else {
             if t[key] == nil { report(t.line, scope.tableContext, "missing required key \(quoted(key))") }
             return nil
@@ -376,7 +387,7 @@ extension Validator {
         return bytes
     }
 
-    private mutating func finiteNumber(_ t: TOMLTable, _ key: String, _ scope: Scope, default d: Double) -> Double {
+    mutating func finiteNumber(_ t: TOMLTable, _ key: String, _ scope: Scope, default d: Double) -> Double {
         guard let v = value(t, key, .number, scope), let x = v.number else { return d }
         guard x.isFinite else {
             report(v.line, scope.context, "\(scope.prefix)\(key) must be a finite number (got \(v.tomlLiteral))")

@@ -88,11 +88,12 @@ extension Validator {
                 (v.layout, v.clientID) = (layout, clientID)
                 for e in document.errors { v.report(e.line, nil, e.message) }
                 if document.isComplete {
-                    for entry in document.root.entries where entry.key != "profile" {
-                        v.report(entry.value.line, nil, "a drop-in file holds device profiles ([[profile]]) only; "
+                    for entry in document.root.entries where entry.key != "profile" && entry.key != "advertisement" {
+                        v.report(entry.value.line, nil, "a drop-in file holds device profiles ([[profile]]) and advertisement formats ([[advertisement]]) only; "
                                  + "\(quoted(entry.key)) belongs in \(shown(path))")
                     }
                     v.profiles(document.root, into: &declared)
+                    v.advertisements(document.root, into: &declared)
                 }
                 errors += v.errors
             }

@@ -67,7 +67,7 @@ extension DaemonConfiguration {
 
 enum Schema {
     static let top = ["adapter", "adapters", "max_connections", "log_level", "stats_interval_s", "flood_limit", "mqtt", "reconnect",
-                      "spool", "homeassistant", "profile", "tag"]
+                      "spool", "homeassistant", "profile", "advertisement", "tag"]
     static let adapterEntry = ["adapter", "max_connections"]
     static let mqtt = ["brokers", "client_id", "keepalive_s", "qos", "retain", "clean_session", "username",
                        "password_file", "topic_prefix", "topic_layout", "payload", "round_to_resolution", "max_inflight", "tls"]
@@ -315,8 +315,10 @@ struct Validator {
         if let t = table(root, "homeassistant", top) { c.homeAssistant = homeAssistant(t) }
         var declared = DeclaredProfiles()
         profiles(root, into: &declared)
+        advertisements(root, into: &declared)
         declare(dropIns, into: &declared)
         c.profiles = declared.profiles
+        c.advertisements = declared.advertisements
         c.profileFiles = declared.files.filter { declared.profiles[$0.key] != nil && $0.value != path }
         c.tags = tags(root, adapters: pinnable, declared).map { var t = $0; t.floodLimit = c.floodLimit; return t }
         return c

@@ -485,7 +485,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
     @Test func everyOptionIsDocumentedInOrder() {
         let text = readText(shippedPath)
         var cursor = text.startIndex
-        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "profile", "tag"].contains($0) }
+        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "profile", "advertisement", "tag"].contains($0) }
             + Schema.mqtt.filter { $0 != "tls" } + Schema.tls + Schema.reconnect + Schema.spool + Schema.homeAssistant
             + Schema.tag.filter { $0 != "sensors" }
         for key in all {

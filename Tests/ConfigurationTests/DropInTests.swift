@@ -120,7 +120,7 @@ private struct Tree {
         let main = tree.configuration
         #expect(errors.lines == [
             "\(main):1: log_level must be one of error, warning, notice, info, debug (got \"loud\")",
-            "\(tree.path("10-mixed.conf")):1: a drop-in file holds device profiles ([[profile]]) only; \"mqtt\" belongs in \(main)",
+            "\(tree.path("10-mixed.conf")):1: a drop-in file holds device profiles ([[profile]]) and advertisement formats ([[advertisement]]) only; \"mqtt\" belongs in \(main)",
             "\(tree.path("10-mixed.conf")):5: profile \"thermo\": name \"thermo\" is already used by a profile in \(main)",
             "\(tree.path("10-mixed.conf")):20: profile \"gas\": characteristic \"co2\": uuid must be a 16-bit UUID such as \"181A\" or a 128-bit one such as \"6E400001-B5A3-F393-E0A9-E50E24DCCA9E\" (got \"AA0G\")",
             "\(tree.path("20-broken.conf")):2: unterminated string: a newline before the closing quote (use \"\"\" or \'\'\' for multi-line strings)",
