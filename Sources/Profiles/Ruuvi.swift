@@ -165,7 +165,7 @@ public enum Ruuvi {
 
     /// Format 6's logarithmic luminosity code (0…254) in lux: e^(code × ln(65536) / 254) − 1,
     /// which is 2^(16 × code / 254) − 1.
-    static func luminosity(code: UInt8) -> Double {
+    public static func luminosity(code: UInt8) -> Double {
         exp2(16 * Double(code) / 254) - 1
     }
 

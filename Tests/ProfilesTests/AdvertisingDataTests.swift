@@ -19,7 +19,7 @@ struct AdvertisingDataTests {
         let s = try structures(example)
         #expect(s.map(\.type) == [0x01, 0x09, 0x16])
         #expect(s.map(\.data) == [2..<3, 5..<15, 17..<26])
-        try withRawSpan(hex(example)) { (d) throws(AdvertisementError) in
+        try withRawSpan(hex(example)) { (d) throws in
             #expect(try AdvertisingData.flags(in: d) == 0x06)
             let name = try #require(try AdvertisingData.localName(in: d))
             #expect(name.complete && name.range == 5..<15)
@@ -31,14 +31,14 @@ struct AdvertisingDataTests {
 
     @Test("shortened name, 32- and 128-bit service data, manufacturer data")
     func lookups() throws {
-        let data = hex("0408414243 0720 78563412 AABB 1321 FB349B5F800000800010000034120000 CC 05FF 9904 0102")
-        try withRawSpan(data) { (d) throws(AdvertisementError) in
+        let data = hex("0408414243 0720 78563412 AABB 1221 FB349B5F800000800010000034120000 CC 05FF 9904 0102")
+        try withRawSpan(data) { (d) throws in
             let name = try #require(try AdvertisingData.localName(in: d))
             #expect(!name.complete && name.range == 2..<5)
             #expect(try AdvertisingData.serviceData(uuid32: 0x1234_5678, in: d) == 11..<13)
             #expect(try AdvertisingData.serviceData(uuid128: GATTUUID.sig(0x1234), in: d) == 31..<32)
             #expect(try AdvertisingData.serviceData(uuid128: GATTUUID.sig(0x1235), in: d) == nil)
-            #expect(try AdvertisingData.manufacturerData(company: 0x0499, in: d) == 37..<39)
+            #expect(try AdvertisingData.manufacturerData(company: 0x0499, in: d) == 36..<38)
             #expect(try AdvertisingData.flags(in: d) == nil)
         }
     }
@@ -66,7 +66,7 @@ struct AdvertisingDataTests {
     func emptyData() throws {
         let s = try structures("01FF 0101")
         #expect(s.map(\.data) == [2..<2, 4..<4])
-        try withRawSpan(hex("01FF 0101")) { (d) throws(AdvertisementError) in
+        try withRawSpan(hex("01FF 0101")) { (d) throws in
             #expect(try AdvertisingData.flags(in: d) == nil)
             #expect(try AdvertisingData.manufacturerData(company: 0, in: d) == nil)
         }

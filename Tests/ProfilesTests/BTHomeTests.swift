@@ -61,7 +61,7 @@ let sensorVectors: [ObjectVector] = [
     .init(object: "444E34", sensor: "speed", field: "speed", value: 133.90, decimals: 2),
     .init(object: "624099DFFF", sensor: "speed", field: "speed", value: -2.123456, decimals: 6),
     .init(object: "57EA", sensor: "temperature", field: "temperature", value: -22, decimals: 0),
-    .init(object: "58EA", sensor: "temperature", field: "temperature", value: -7.7, decimals: 1),
+    .init(object: "58EA", sensor: "temperature", field: "temperature", value: -7.7, decimals: 2),
     .init(object: "451101", sensor: "temperature", field: "temperature", value: 27.3, decimals: 1),
     .init(object: "02CA09", sensor: "temperature", field: "temperature", value: 25.06, decimals: 2),
     .init(object: "505D396164", sensor: "timestamp", field: "timestamp", value: 1684093277, decimals: 0),
