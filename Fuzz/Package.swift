@@ -17,6 +17,9 @@ let package = Package(
         .executableTarget(name: "ProfilesFuzz", dependencies: [
             .product(name: "Profiles", package: "collectord"),
         ]),
+        .executableTarget(name: "AdvertisementFuzz", dependencies: [
+            .product(name: "Profiles", package: "collectord"),
+        ]),
         .executableTarget(name: "HCIFuzz", dependencies: [
             .product(name: "Profiles", package: "collectord"),
             .product(name: "SharedTypes", package: "collectord"),

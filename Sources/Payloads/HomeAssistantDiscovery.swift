@@ -351,6 +351,9 @@ public struct HomeAssistantDiscovery: Sendable {
         case .none: return nil
         case .percentRH: return "%"  // HA's humidity device class accepts only "%"
         case .lux: return "lx"  // HA's illuminance device class accepts only "lx"
+        // HA spells micro with the Greek mu (U+03BC) in its concentration and conductivity units.
+        case .microgramsPerCubicMeter: return "\u{03BC}g/m³"
+        case .microsiemensPerCentimeter: return "\u{03BC}S/cm"
         default: return unit.symbol.description
         }
     }
@@ -361,13 +364,32 @@ public struct HomeAssistantDiscovery: Sendable {
         case .percentRH: return "humidity"
         case .hectopascal: return "pressure"
         case .lux: return "illuminance"
-        case .percent: return sensor == .battery ? "battery" : nil
+        case .percent: return sensor == .battery ? "battery" : sensor == .moisture ? "moisture" : nil
         case .meter: return "distance"
         case .metersPerSecond: return "wind_speed"
         case .wattsPerSquareMeter: return "irradiance"
         case .kilojoule: return nil  // HA's energy class wants a total, not a measurement
         case .second: return "duration"
         case .g, .microtesla, .degreesPerSecond, .none, .degree, .beatsPerMinute: return nil
+        case .volt: return "voltage"
+        case .ampere: return "current"
+        case .watt: return "power"
+        case .partsPerMillion: return sensor == .co2 ? "carbon_dioxide" : nil
+        case .microgramsPerCubicMeter:
+            switch sensor {
+            case .pm1: return "pm1"
+            case .pm2_5: return "pm25"
+            case .pm10: return "pm10"
+            case .tvoc: return "volatile_organic_compounds"
+            default: return nil
+            }
+        case .cubicMetersPerHour: return "volume_flow_rate"
+        case .millimeter: return sensor == .distance ? "distance" : nil
+        case .kilogram, .pound: return "weight"
+        case .microsiemensPerCentimeter: return "conductivity"
+        // Totals (energy, gas, water, volume) are no measurement for HA's state classes; the rest
+        // have no device class.
+        case .kilowattHour, .cubicMeter, .liter, .milliliter, .metersPerSecondSquared, .revolutionsPerMinute: return nil
         }
     }
 

@@ -15,7 +15,8 @@
 // made; per reading the encoder copies it, then writes the sensor name, the time, the sequence
 // number and the fields straight into the caller's `PayloadBuffer`: numbers through the standard
 // library's shortest round-trip printer into the buffer itself, names and units from their static
-// strings. Bit fields (keys, self-test) are `{"value":[0,2]}` without a unit; NaN and infinities
+// strings. Bit fields (keys, self-test) are `{"value":[0,2]}` without a unit, events (a button's
+// press) `{"value":"press"}` (flat: `"button":"press"`); NaN and infinities
 // are `null`. `collectord decode` prints a reading through the same field writer
 // (`ReadingEncoder.text(of:model:appending:)`), so it shows the daemon's bytes.
 
@@ -188,6 +189,7 @@ public struct ReadingEncoder: Sendable {
                     switch field.value {
                     case .number(let v): ReadingEncoder.write(v, decimals: field.decimals, rounded: rounded, to: &w)
                     case .bits(let bits): w.integer(UInt64(bits))
+                    case .event(let name): w.string(name)
                     }
                 }
             }
@@ -246,6 +248,8 @@ public struct ReadingEncoder: Sendable {
                 }
             case .bits(let bits):
                 w.bitIndices(bits)
+            case .event(let name):
+                w.string(name)
             }
             w.byte(UInt8(ascii: "}"))
         }

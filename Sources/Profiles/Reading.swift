@@ -8,6 +8,10 @@ public enum Unit: UInt8, Sendable, Hashable, CaseIterable {
     case celsius, percentRH, hectopascal, g, microtesla, degreesPerSecond, lux, percent, none
     /// The standard profiles' (Standard.swift).
     case meter, metersPerSecond, degree, wattsPerSquareMeter, beatsPerMinute, kilojoule, second
+    /// The advertisement formats' (BTHome, Ruuvi, pvvx/ATC).
+    case volt, ampere, watt, kilowattHour, partsPerMillion, microgramsPerCubicMeter, cubicMeter,
+         cubicMetersPerHour, liter, milliliter, millimeter, kilogram, pound, metersPerSecondSquared,
+         microsiemensPerCentimeter, revolutionsPerMinute
 
     public var symbol: StaticString {
         switch self {
@@ -27,6 +31,22 @@ public enum Unit: UInt8, Sendable, Hashable, CaseIterable {
         case .beatsPerMinute: return "bpm"
         case .kilojoule: return "kJ"
         case .second: return "s"
+        case .volt: return "V"
+        case .ampere: return "A"
+        case .watt: return "W"
+        case .kilowattHour: return "kWh"
+        case .partsPerMillion: return "ppm"
+        case .microgramsPerCubicMeter: return "µg/m³"
+        case .cubicMeter: return "m³"
+        case .cubicMetersPerHour: return "m³/h"
+        case .liter: return "L"
+        case .milliliter: return "mL"
+        case .millimeter: return "mm"
+        case .kilogram: return "kg"
+        case .pound: return "lb"
+        case .metersPerSecondSquared: return "m/s²"
+        case .microsiemensPerCentimeter: return "µS/cm"
+        case .revolutionsPerMinute: return "rpm"
         }
     }
 }
@@ -37,6 +57,19 @@ public enum FieldValue: Sendable, Equatable {
     case number(Double)
     /// A set of bit indices (keys pressed, self-test units passed); published as `[0, 2]`.
     case bits(UInt32)
+    /// Something that happened rather than a quantity: a button's `press`, a dimmer's
+    /// `rotate_left`, by the name its format's specification gives it. Published as a JSON string.
+    case event(StaticString)
+
+    public static func == (a: FieldValue, b: FieldValue) -> Bool {
+        switch (a, b) {
+        case (.number(let x), .number(let y)): return x == y
+        case (.bits(let x), .bits(let y)): return x == y
+        case (.event(let x), .event(let y)):
+            return x.withUTF8Buffer { p in y.withUTF8Buffer { q in p.elementsEqual(q) } }
+        default: return false
+        }
+    }
 
     public var number: Double? {
         if case .number(let v) = self { return v }
@@ -45,6 +78,12 @@ public enum FieldValue: Sendable, Equatable {
 
     public var bits: UInt32? {
         if case .bits(let v) = self { return v }
+        return nil
+    }
+
+    /// The event's name (allocates; for tests and the command line).
+    public var event: String? {
+        if case .event(let v) = self { return v.description }
         return nil
     }
 }
@@ -57,6 +96,9 @@ public struct FieldName: Sendable, Hashable, CustomStringConvertible, Expressibl
     private enum Storage: @unchecked Sendable {
         case literal(StaticString)
         case declared(Unmanaged<Declaration>)
+        /// `base_ordinal`, for the second and later objects of one kind in a packet
+        /// (`temperature_2`): spelled out on the stack when read, never stored as a string.
+        case numbered(StaticString, UInt8)
     }
     /// A declared field's name and unit. Never freed: the distinct declarations a process sees
     /// are the configuration's (a reload declaring the same names finds them here again).
@@ -73,6 +115,12 @@ public struct FieldName: Sendable, Hashable, CustomStringConvertible, Expressibl
 
     public init(_ name: StaticString) { storage = .literal(name) }
     public init(stringLiteral name: StaticString) { storage = .literal(name) }
+    /// The `ordinal`th field of one kind: `base` for the first, `base_2`, `base_3`, … after it.
+    /// `ordinal` is 1…255.
+    public init(_ base: StaticString, ordinal: Int) {
+        precondition(ordinal >= 1 && ordinal <= 255, "a field's ordinal is 1…255")
+        storage = ordinal == 1 ? .literal(base) : .numbered(base, UInt8(ordinal))
+    }
     /// `unit`: as the configuration spells it; nil or empty for none.
     public init(declared name: String, unit: String? = nil) {
         let unit = unit.flatMap { $0.isEmpty ? nil : $0 }
@@ -93,6 +141,20 @@ public struct FieldName: Sendable, Hashable, CustomStringConvertible, Expressibl
         case .declared(let d):
             var copy = d.takeUnretainedValue().name
             return copy.withUTF8(body)
+        case .numbered(let base, let ordinal):
+            return base.withUTF8Buffer { name in
+                // name, "_", up to three digits: a few dozen bytes, which the standard library
+                // keeps on the stack.
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: name.count + 4) { buffer in
+                    var n = 0
+                    for b in name { buffer[n] = b; n += 1 }
+                    buffer[n] = UInt8(ascii: "_"); n += 1
+                    if ordinal >= 100 { buffer[n] = UInt8(ascii: "0") + ordinal / 100; n += 1 }
+                    if ordinal >= 10 { buffer[n] = UInt8(ascii: "0") + ordinal / 10 % 10; n += 1 }
+                    buffer[n] = UInt8(ascii: "0") + ordinal % 10; n += 1
+                    return body(UnsafeBufferPointer(rebasing: buffer[0..<n]))
+                }
+            }
         }
     }
 
@@ -106,6 +168,7 @@ public struct FieldName: Sendable, Hashable, CustomStringConvertible, Expressibl
         switch storage {
         case .literal(let s): return s.description
         case .declared(let d): return d.takeUnretainedValue().name
+        case .numbered: return withUTF8Buffer { String(decoding: $0, as: UTF8.self) }
         }
     }
 
@@ -147,6 +210,14 @@ public struct Field: Sendable, Equatable {
         self.name = name
         self.unit = .none
         self.value = .bits(bits)
+        self.decimals = 0
+    }
+
+    /// An event (`FieldValue.event`): no unit, no decimals.
+    public init(_ name: FieldName, event: StaticString) {
+        self.name = name
+        self.unit = .none
+        self.value = .event(event)
         self.decimals = 0
     }
 

@@ -49,7 +49,7 @@ public struct Sensor: RawRepresentable, Sendable, Hashable, Comparable, CustomSt
     /// A sensor of a profile declared in the configuration (validated there: a topic-safe name).
     public init(declared name: String) { rawValue = name }
 
-    private init(_ name: String) { rawValue = name }
+    init(_ name: String) { rawValue = name }
 
     /// IR thermopile: TMP006 (CC2541) or TMP007 (CC2650); the SIG Temperature characteristic on a
     /// standard device.

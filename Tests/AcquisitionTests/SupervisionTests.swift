@@ -129,6 +129,10 @@ func plausible(_ r: Reading) -> Bool {
         case .second: if !(0.2...2).contains(v) { return false }
         case .kilojoule: if !(0...65535).contains(v) { return false }
         case .none, .meter, .metersPerSecond, .degree, .wattsPerSquareMeter: break
+        // Advertisement formats' units: no SensorTag or standard profile produces them.
+        case .volt, .ampere, .watt, .kilowattHour, .partsPerMillion, .microgramsPerCubicMeter, .cubicMeter,
+             .cubicMetersPerHour, .liter, .milliliter, .millimeter, .kilogram, .pound, .metersPerSecondSquared,
+             .microsiemensPerCentimeter, .revolutionsPerMinute: return false
         }
     }
     return true

@@ -204,6 +204,9 @@ struct EncoderTests {
                         case .bits(let b):
                             #expect(entry["value"] as? [Int] == (0..<32).filter { b & (1 << $0) != 0 })
                             #expect(entry["unit"] == nil)
+                        case .event(let name):
+                            #expect(entry["value"] as? String == name.description)
+                            #expect(entry["unit"] == nil)
                         }
                     }
                     encoded += 1

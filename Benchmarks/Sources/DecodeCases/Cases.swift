@@ -57,6 +57,7 @@ public func fieldSum(_ reading: borrowing Reading) -> Double {
         switch reading[i].value {
         case .number(let v): s += v
         case .bits(let b): s += Double(b)
+        case .event: s += 1
         }
     }
     return s
@@ -230,6 +231,7 @@ public func checkDecodeCases() -> [String] {
             switch f.value {
             case .number(let v): return v
             case .bits(let b): return Double(b)
+            case .event: return 1
             }
         }
         let names = reading.map { $0.name.description }

@@ -113,6 +113,9 @@ private func fuzzReading(_ input: inout FuzzInput) {
             guard case .array(let items) = parts[0].1 else { fatalError("bits are not an array: \(describe(payload))") }
             let indices = (0..<32).filter { bits & (1 << $0) != 0 }.map { Array(String($0).utf8) }
             require(items == indices.map { .number($0) }, "bits \(bits): \(describe(payload))")
+        case .event(let name):
+            expectKeys(parts, ["value"], payload)
+            expectString(parts[0].1, name.description, payload)
         }
     }
 }
