@@ -15,6 +15,10 @@
 // input as additional data. An empty message is therefore passed with non-NULL pointers to a
 // scratch byte, so that its tag is still computed and checked.
 //
+// The inputs are spans; the outputs are buffer pointers, because Swift 6.2 (Debian's, which
+// builds the arm64 package) does not accept an inout MutableRawSpan beside other span
+// parameters without the experimental lifetime annotations.
+//
 // OpenSSL reports a tag that does not match through its error queue, which records where the
 // check failed in two short allocations; they are freed at once (ERR_clear_error), so that
 // refused messages, however many, leave the heap and the queue as they were.
@@ -104,14 +108,12 @@ public final class AESCCM: CustomStringConvertible {
     /// `.invalidLength` when the nonce, tag or output length is not the one required.
     public func decrypt(
         ciphertext: borrowing RawSpan, nonce: borrowing RawSpan, tag: borrowing RawSpan,
-        into output: inout MutableRawSpan
+        into output: UnsafeMutableRawBufferPointer
     ) throws(CipherError) {
         try ciphertext.withUnsafeBytes { (input) throws(CipherError) in
             try nonce.withUnsafeBytes { (nonce) throws(CipherError) in
                 try tag.withUnsafeBytes { (tag) throws(CipherError) in
-                    try output.withUnsafeMutableBytes { (output) throws(CipherError) in
-                        try decrypt(input, nonce, tag, UnsafeRawBufferPointer(start: nil, count: 0), output)
-                    }
+                    try decrypt(input, nonce, tag, UnsafeRawBufferPointer(start: nil, count: 0), output)
                 }
             }
         }
@@ -121,15 +123,13 @@ public final class AESCCM: CustomStringConvertible {
     /// covers but which is not encrypted (BTHome v2 has none; RFC 3610's vectors do).
     public func decrypt(
         ciphertext: borrowing RawSpan, nonce: borrowing RawSpan, tag: borrowing RawSpan,
-        additionalData: borrowing RawSpan, into output: inout MutableRawSpan
+        additionalData: borrowing RawSpan, into output: UnsafeMutableRawBufferPointer
     ) throws(CipherError) {
         try ciphertext.withUnsafeBytes { (input) throws(CipherError) in
             try nonce.withUnsafeBytes { (nonce) throws(CipherError) in
                 try tag.withUnsafeBytes { (tag) throws(CipherError) in
                     try additionalData.withUnsafeBytes { (additionalData) throws(CipherError) in
-                        try output.withUnsafeMutableBytes { (output) throws(CipherError) in
-                            try decrypt(input, nonce, tag, additionalData, output)
-                        }
+                        try decrypt(input, nonce, tag, additionalData, output)
                     }
                 }
             }
@@ -170,15 +170,11 @@ public final class AESCCM: CustomStringConvertible {
     /// (exactly `tagLength` bytes). A nonce must never be used twice with one key.
     public func encrypt(
         plaintext: borrowing RawSpan, nonce: borrowing RawSpan,
-        into ciphertext: inout MutableRawSpan, tag: inout MutableRawSpan
+        into ciphertext: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
     ) throws(CipherError) {
         try plaintext.withUnsafeBytes { (input) throws(CipherError) in
             try nonce.withUnsafeBytes { (nonce) throws(CipherError) in
-                try ciphertext.withUnsafeMutableBytes { (output) throws(CipherError) in
-                    try tag.withUnsafeMutableBytes { (tag) throws(CipherError) in
-                        try encrypt(input, nonce, UnsafeRawBufferPointer(start: nil, count: 0), output, tag)
-                    }
-                }
+                try encrypt(input, nonce, UnsafeRawBufferPointer(start: nil, count: 0), ciphertext, tag)
             }
         }
     }
@@ -186,16 +182,12 @@ public final class AESCCM: CustomStringConvertible {
     /// `encrypt(plaintext:nonce:into:tag:)` with additional authenticated data.
     public func encrypt(
         plaintext: borrowing RawSpan, nonce: borrowing RawSpan, additionalData: borrowing RawSpan,
-        into ciphertext: inout MutableRawSpan, tag: inout MutableRawSpan
+        into ciphertext: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer
     ) throws(CipherError) {
         try plaintext.withUnsafeBytes { (input) throws(CipherError) in
             try nonce.withUnsafeBytes { (nonce) throws(CipherError) in
                 try additionalData.withUnsafeBytes { (additionalData) throws(CipherError) in
-                    try ciphertext.withUnsafeMutableBytes { (output) throws(CipherError) in
-                        try tag.withUnsafeMutableBytes { (tag) throws(CipherError) in
-                            try encrypt(input, nonce, additionalData, output, tag)
-                        }
-                    }
+                    try encrypt(input, nonce, additionalData, ciphertext, tag)
                 }
             }
         }

@@ -39,14 +39,13 @@ extension AESCCM {
         var output = [UInt8](repeating: 0xAA, count: outputCount ?? ciphertext.count)
         var failure: CipherError?
         output.withUnsafeMutableBytes { buffer in
-            var span = MutableRawSpan(_unsafeBytes: buffer)
             do throws(CipherError) {
                 if let additionalData {
                     try decrypt(
                         ciphertext: ciphertext.span.bytes, nonce: nonce.span.bytes, tag: tag.span.bytes,
-                        additionalData: additionalData.span.bytes, into: &span)
+                        additionalData: additionalData.span.bytes, into: buffer)
                 } else {
-                    try decrypt(ciphertext: ciphertext.span.bytes, nonce: nonce.span.bytes, tag: tag.span.bytes, into: &span)
+                    try decrypt(ciphertext: ciphertext.span.bytes, nonce: nonce.span.bytes, tag: tag.span.bytes, into: buffer)
                 }
             } catch {
                 failure = error
@@ -63,15 +62,13 @@ extension AESCCM {
         var failure: CipherError?
         ciphertext.withUnsafeMutableBytes { c in
             tag.withUnsafeMutableBytes { t in
-                var cSpan = MutableRawSpan(_unsafeBytes: c)
-                var tSpan = MutableRawSpan(_unsafeBytes: t)
                 do throws(CipherError) {
                     if let additionalData {
                         try encrypt(
                             plaintext: plaintext.span.bytes, nonce: nonce.span.bytes,
-                            additionalData: additionalData.span.bytes, into: &cSpan, tag: &tSpan)
+                            additionalData: additionalData.span.bytes, into: c, tag: t)
                     } else {
-                        try encrypt(plaintext: plaintext.span.bytes, nonce: nonce.span.bytes, into: &cSpan, tag: &tSpan)
+                        try encrypt(plaintext: plaintext.span.bytes, nonce: nonce.span.bytes, into: c, tag: t)
                     }
                 } catch {
                     failure = error
