@@ -18,7 +18,9 @@ import PackageDescription
 //   Relay         from a tag's decoded readings to the broker: per-tag sinks, the outbox (send or
 //                 spool, replay in order), availability, sequence numbers, withdrawals, Home
 //                 Assistant announcements; told its settings as plain values, not the config file
+//   Ciphers       AES-128-CCM (encrypted BTHome advertisements) and its keys, through libcrypto
 //   CMosquitto    libmosquitto, seen through pkg-config
+//   CLibcrypto    OpenSSL's libcrypto, seen through pkg-config
 //   collectord    the executable that wires them together: the configuration mapped onto the
 //                 relay's settings, the wall clock watched for it
 let package = Package(
@@ -37,6 +39,7 @@ let package = Package(
         .library(name: "MQTTClient", targets: ["MQTTClient"]),
         .library(name: "Payloads", targets: ["Payloads"]),
         .library(name: "Relay", targets: ["Relay"]),
+        .library(name: "Ciphers", targets: ["Ciphers"]),
         // For the tests and the benchmark rig (Benchmarks/), not for the daemon.
         .library(name: "TestHarness", targets: ["TestHarness"]),
     ],
@@ -70,6 +73,15 @@ let package = Package(
             name: "CMosquitto",
             pkgConfig: "libmosquitto",
             providers: [.apt(["libmosquitto-dev"])]
+        ),
+        .systemLibrary(
+            name: "CLibcrypto",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
+        .target(
+            name: "Ciphers",
+            dependencies: ["CLibcrypto"]
         ),
         .target(
             name: "SensorTagEmulator",
@@ -129,6 +141,10 @@ let package = Package(
         .testTarget(
             name: "AcquisitionTests",
             dependencies: ["Acquisition", "SensorTagEmulator", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestHarness", "TestRandom"]
+        ),
+        .testTarget(
+            name: "CiphersTests",
+            dependencies: ["Ciphers", "TestRandom"]
         ),
         .testTarget(
             name: "ConfigurationTests",

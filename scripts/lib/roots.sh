@@ -186,7 +186,7 @@ roots_arm64_swift_resources() {
 
 roots_toolchain() {
   roots_prepared toolchain-sid sid amd64 \
-    swiftlang lld pkg-config libbluetooth-dev libmosquitto-dev mosquitto mosquitto-clients ca-certificates procps \
+    swiftlang lld pkg-config libbluetooth-dev libmosquitto-dev libssl-dev mosquitto mosquitto-clients ca-certificates procps \
     -- roots_arm64_swift_resources
 }
 
@@ -197,7 +197,7 @@ roots_toolchain() {
 # took 3 minutes), with dh_shlibdeps reading Debian 13's arm64 libraries and aarch64 binutils.
 roots_arm64_cross() {
   roots_prepared trixie-cross-arm64 trixie amd64 \
-    libc6-dev:arm64 libstdc++-14-dev:arm64 libgcc-14-dev:arm64 libbluetooth-dev:arm64 libmosquitto-dev:arm64 \
+    libc6-dev:arm64 libstdc++-14-dev:arm64 libgcc-14-dev:arm64 libbluetooth-dev:arm64 libmosquitto-dev:arm64 libssl-dev:arm64 \
     binutils-aarch64-linux-gnu dpkg-dev debhelper scdoc pkg-config file
 }
 
