@@ -61,7 +61,7 @@ let package = Package(
         ),
         .target(
             name: "Acquisition",
-            dependencies: ["Profiles", "LinuxSystem", "SharedTypes", "Reactor", "CLinux", "CBlueZ"]
+            dependencies: ["Profiles", "LinuxSystem", "SharedTypes", "Reactor", "Ciphers", "CLinux", "CBlueZ"]
         ),
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
         .systemLibrary(
@@ -115,6 +115,7 @@ let package = Package(
                 "SharedTypes",
                 "Reactor",
                 "Acquisition",
+                "Ciphers",
                 "SensorTagEmulator",
                 "Configuration",
                 "Spooling",

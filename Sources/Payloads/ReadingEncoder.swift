@@ -256,6 +256,14 @@ public struct ReadingEncoder: Sendable {
         w.byte(UInt8(ascii: "}"))
     }
 
+    /// The fields object alone, as the detailed payload carries it (`collectord decode --advert`).
+    public static func fieldsText(of reading: Reading, rounded: Bool = true) -> String {
+        var buffer = PayloadBuffer(capacity: 16 + fieldsBound(for: reading))
+        let fits = buffer.overwrite { w in writeFields(of: reading, rounded: rounded, to: &w) }
+        precondition(fits, "ReadingEncoder.fieldsText: the capacity misses a part of the text")
+        return buffer.text
+    }
+
     /// `reading` without a tag, a time or a sequence number, as `collectord decode` prints it:
     /// `{"model":"cc2650","sensor":"keys","fields":{…}}`, then the `extra` string members. The model,
     /// the sensor and the fields are the bytes a detailed `encode` publishes for the same reading

@@ -2,6 +2,8 @@ import Profiles
 import SensorTagEmulator
 import Configuration
 import Payloads
+import SharedTypes
+import Ciphers
 
 #if canImport(Glibc)
 import Glibc
@@ -17,38 +19,51 @@ struct Decode: Command {
     static let model = Option<String?>("model", help: "Tag model: cc2541, cc2650, cc1350 or gatt (a standard Bluetooth device; implied by --profile).")
     static let profile = Option<String?>("profile", valueName: "name", help: "A device profile declared in the configuration ([[profile]]): decode one of its sensors.")
     static let config = Option<String>("config", default: "/etc/collectord.conf", valueName: "path", help: "The configuration that declares --profile.")
-    static let sensor = Option<String>("sensor", help: "Sensor whose data characteristic the bytes came from.")
-    static let hex = Option<String>("hex", valueName: "bytes", help: "Payload bytes in hex, e.g. \"54 FF 3C 0D\" (spaces, ':' or '-' between bytes are optional).")
+    static let sensor = Option<String?>("sensor", help: "Sensor whose data characteristic the bytes came from.")
+    static let hex = Option<String?>("hex", valueName: "bytes", help: "Payload bytes in hex, e.g. \"54 FF 3C 0D\" (spaces, ':' or '-' between bytes are optional).")
     static let range = Option<String?>("range", help: "Accelerometer range: 2g, 4g, 8g, 16g (cc2650 movement) or 2g, 4g, 8g, legacy (cc2541; default from --firmware, else 8g). The daemon reads it back from the tag.")
     static let firmware = Option<String?>("firmware", valueName: "revision", help: "Firmware revision string, e.g. \"1.4 (Jun 12 2013)\"; CC2541 firmware up to 1.4 has a fixed ±2 g accelerometer.")
     static let calibration = Option<String?>("calibration", valueName: "bytes", help: "CC2541 barometer calibration: the 16 bytes read from AA43, in hex.")
     static let s0 = Option<Double?>("s0", help: "TMP006 S0 for the CC2541 IR temperature (default 6.4e-14).")
     static let magScale = Option<Double?>("mag-scale", valueName: "scale", help: "CC2650 magnetometer µT per count (default 4912/32760; TI's wiki implies 1).")
     static let ioMode = Option<String?>("io-mode", valueName: "mode", help: "CC2650 IO mode the data was read in: local, remote or selftest.")
+    static let advert = Option<String?>("advert", valueName: "bytes", help: "Advertising data as on air (the AD structures, as btmon prints them), in hex: decode every format collectord knows in it.")
+    static let advertBatch = Flag("advert-batch", help: "Read lines \"<address> <advertising data in hex> [<key>]\" from standard input and print one JSON line for each.")
+    static let address = Option<String?>("address", help: "The advertiser's address (encrypted BTHome's nonce holds it).")
+    static let key = Option<String?>("key", valueName: "hex", help: "An encrypted BTHome device's bindkey: 32 hex digits.")
+    static let format = Option<String?>("format", help: "The advertisement format to decode: \(AdvertisementFormat.allCases.map(\.rawValue).joined(separator: ", ")) (default: the first found).")
 
     static let info = CommandInfo(
         name: "decode",
-        abstract: "Decode one SensorTag payload and print the reading as JSON.",
+        abstract: "Decode one SensorTag payload, or an advertisement, and print the readings as JSON.",
         discussion: """
             Sensors: \(Sensor.allCases.map(\.rawValue).joined(separator: ", ")).
             Example: collectord decode --model cc2650 --sensor movement --range 8g \\
                        --hex "80 00 00 FF 00 00 00 20 00 F0 00 40 64 00 38 FF 2C 01"
+            Advertisements: collectord decode --advert "02 01 06 0B 16 D2 FC 40 00 A8 02 CA 09 03 BF 13" \\
+                       [--address A4:C1:38:12:34:56 --key <32 hex digits>] [--format bthome]
             Exit status: 0 decoded, 64 bad arguments, 65 the payload does not decode.
             """,
-        arguments: [model, profile, config, sensor, hex, range, firmware, calibration, s0, magScale, ioMode]
+        arguments: [model, profile, config, sensor, hex, range, firmware, calibration, s0, magScale, ioMode,
+                    advert, advertBatch, address, key, format]
     )
 
     var model: String?
     var profile: String?
     var config: String
-    var sensor: String
-    var hex: String
+    var sensor: String?
+    var hex: String?
     var range: String?
     var firmware: String?
     var calibration: String?
     var s0: Double?
     var magScale: Double?
     var ioMode: String?
+    var advert: String?
+    var advertBatch: Bool
+    var address: String?
+    var key: String?
+    var format: String?
 
     init(_ arguments: ParsedArguments) {
         model = arguments[Self.model]
@@ -62,12 +77,21 @@ struct Decode: Command {
         s0 = arguments[Self.s0]
         magScale = arguments[Self.magScale]
         ioMode = arguments[Self.ioMode]
+        advert = arguments[Self.advert]
+        advertBatch = arguments[Self.advertBatch]
+        address = arguments[Self.address]
+        key = arguments[Self.key]
+        format = arguments[Self.format]
     }
 
     func run() throws {
         let output: String
         do {
-            output = try decode()
+            if advertBatch {
+                try decodeBatch()
+                return
+            }
+            output = try advert != nil ? decodeAdvertisement() : decode()
         } catch {
             writeStderr("collectord decode: \(error.message)\n")
             throw ExitCode(error.status)
@@ -77,6 +101,7 @@ struct Decode: Command {
 
     /// Everything but the printing, so tests can call it.
     func decode() throws(DecodeFailure) -> String {
+        guard let sensorName = self.sensor, let hex else { throw .usage("--sensor and --hex are required (or --advert for an advertisement)") }
         let declared = try declaredProfile()
         guard let name = self.model ?? (declared != nil ? "gatt" : nil) else { throw .usage("--model or --profile is required") }
         guard let model = Model(rawValue: name.lowercased()) else {
@@ -84,9 +109,9 @@ struct Decode: Command {
         }
         if declared != nil && model != .gatt { throw .usage("--profile describes a generic device: --model must be gatt (or left out)") }
         let declaredSensors = declared?.characteristics.map(\.sensor) ?? []
-        guard let sensor = declaredSensors.first(where: { $0.rawValue == self.sensor }) ?? Sensor(rawValue: sensor.lowercased()) else {
+        guard let sensor = declaredSensors.first(where: { $0.rawValue == sensorName }) ?? Sensor(rawValue: sensorName.lowercased()) else {
             let names = (Sensor.allCases + declaredSensors).map(\.rawValue).joined(separator: ", ")
-            throw .usage("unknown sensor '\(self.sensor)' (expected one of \(names))")
+            throw .usage("unknown sensor '\(sensorName)' (expected one of \(names))")
         }
         guard let profile = declared?.profile(for: sensor) ?? SensorProfile.lookup(model, sensor) else {
             let available = (SensorProfile.all(for: model).map(\.sensor) + declaredSensors).map(\.rawValue).joined(separator: ", ")
@@ -104,6 +129,62 @@ struct Decode: Command {
         } catch {
             throw .data("\(error)")
         }
+    }
+
+    /// `--advert`: the advertisement's JSON line; a payload that does not decode is EX_DATAERR.
+    func decodeAdvertisement() throws(DecodeFailure) -> String {
+        guard let advert else { throw .usage("--advert is required") }
+        let (address, key, expected) = try advertisementOptions(address: address, key: key)
+        let data: [UInt8]
+        do { data = try parseHex(advert) } catch { throw .usage("--advert: \(error)") }
+        switch AdvertisementText.decode(data, address: address, key: key, expecting: expected) {
+        case .success(let line): return line
+        case .failure(let f): throw .data(f.reason)
+        }
+    }
+
+    /// `--advert-batch`: one JSON line per input line, `{"error":…}` for a line that does not
+    /// decode (or cannot be read), so that the output stays line for line with the input.
+    func decodeBatch() throws(DecodeFailure) {
+        let (_, _, expected) = try advertisementOptions(address: nil, key: nil)
+        while let line = readLine(strippingNewline: true) {
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+            let text: String
+            if words.count < 2 || words.count > 3 {
+                text = #"{"error":"a line is <address> <hex> [<key>]"}"#
+            } else {
+                do {
+                    let (address, key, _) = try advertisementOptions(address: words[0], key: words.count == 3 ? words[2] : nil)
+                    text = AdvertisementText.line(for: try parseHex(words[1]), address: address, key: key, expecting: expected)
+                } catch let failure as DecodeFailure {
+                    text = #"{"error":"# + JSONValue.string(failure.message).text + "}"
+                } catch {
+                    text = #"{"error":"# + JSONValue.string("\(error)").text + "}"
+                }
+            }
+            print(text)
+        }
+    }
+
+    private func advertisementOptions(address: String?, key: String?) throws(DecodeFailure)
+        -> (BluetoothAddress?, AESKey?, AdvertisementFormat?) {
+        var parsedAddress: BluetoothAddress?
+        if let address {
+            guard let a = BluetoothAddress(address) else { throw .usage("--address must look like \"A4:C1:38:12:34:56\" (got '\(address)')") }
+            parsedAddress = a
+        }
+        var parsedKey: AESKey?
+        if let key {
+            do { parsedKey = try AESKey(hex: key) } catch { throw .usage("--key: \(error)") }
+        }
+        var expected: AdvertisementFormat?
+        if let format {
+            guard let f = AdvertisementFormat(rawValue: format.lowercased()) else {
+                throw .usage("--format '\(format)' is not one of \(AdvertisementFormat.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            expected = f
+        }
+        return (parsedAddress, parsedKey, expected)
     }
 
     /// The `[[profile]]` named by --profile, from a configuration that validates.

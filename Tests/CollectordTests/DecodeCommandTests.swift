@@ -135,7 +135,7 @@ import TestHarness
             let printed = try command.decode()
             let profile = try #require(SensorProfile.lookup(model, sensor))
             let settings = try command.settings(for: model)
-            let reading = try withRawSpan(try parseHex(command.hex)) { (span) throws(DecodeError) in
+            let reading = try withRawSpan(try parseHex(command.hex ?? "")) { (span) throws(DecodeError) in
                 try profile.decode(span, settings: settings)
             }
             // With every digit: `decode` shows the conversion unrounded (round_to_resolution = false).
