@@ -89,7 +89,7 @@ let package = Package(
         ),
         .target(
             name: "Configuration",
-            dependencies: ["Profiles", "LinuxSystem", "SharedTypes"]
+            dependencies: ["Profiles", "LinuxSystem", "SharedTypes", "Ciphers"]
         ),
         .target(
             name: "Spooling",

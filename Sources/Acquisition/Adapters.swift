@@ -15,15 +15,19 @@ public struct OpenAdapter {
     public var monitor: AdvertisementMonitor?
     /// Reads each link's signal strength; nil where there is no controller to ask.
     public var linkQuality: LinkQuality?
+    /// Hears the devices that only advertise, through the kernel; nil without a management
+    /// channel (or on a transport).
+    public var listener: AdvertisementListener?
     /// Releases what `open` made (the scanner's socket).
     public var close: () -> Void
 
     public init(adapter: Adapter, connector: LinkConnector, monitor: AdvertisementMonitor?,
-                linkQuality: LinkQuality? = nil, close: @escaping () -> Void = {}) {
+                linkQuality: LinkQuality? = nil, listener: AdvertisementListener? = nil, close: @escaping () -> Void = {}) {
         self.adapter = adapter
         self.connector = connector
         self.monitor = monitor
         self.linkQuality = linkQuality
+        self.listener = listener
         self.close = close
     }
 }
@@ -66,8 +70,10 @@ public final class KernelAdapters: AdapterSystem {
             closeMonitor = { scanner?.close() }
         }
         let quality = try? LinkQuality(loop: loop, adapter: a)
+        let listener = try? AdvertisementListener(loop: loop, adapter: a)
+        listener?.onRefusal = { [weak self] why in self?.onWarning?("\(a.name): \(why)") }
         return OpenAdapter(adapter: a, connector: L2CAPConnector(loop: loop, adapter: a), monitor: monitor,
-                           linkQuality: quality, close: { closeMonitor(); quality?.close() })
+                           linkQuality: quality, listener: listener, close: { closeMonitor(); quality?.close(); listener?.close() })
     }
 
     public func watchDevices(_ handler: @escaping (HCIEvent) -> Void) -> Bool {

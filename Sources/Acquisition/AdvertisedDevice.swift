@@ -14,7 +14,7 @@ import LinuxSystem
 import SharedTypes
 import Reactor
 
-/// What the configuration asks of one advertising device.
+/// What the configuration asks of one advertising device, in the units the device runs on.
 public struct AdvertisingSettings: Sendable {
     public enum Format: Sendable, Hashable {
         case builtIn(AdvertisementFormat)
@@ -34,6 +34,44 @@ public struct AdvertisingSettings: Sendable {
         self.key = key
         self.staleAfter = staleAfter
         self.minInterval = minInterval
+    }
+
+    /// From the configuration's form; nil when its key is not 16 bytes (validated before).
+    public init?(_ c: AdvertisingConfiguration) {
+        switch c.format {
+        case .builtIn(let f): format = .builtIn(f)
+        case .declared(let d): format = .declared(d)
+        }
+        if let bytes = c.key {
+            guard let key = bytes.withUnsafeBytes({ AESKey(bytes: RawSpan(_unsafeBytes: $0)) }) else { return nil }
+            self.key = key
+        } else {
+            key = nil
+        }
+        staleAfter = c.staleAfterSeconds.map { .seconds($0) }
+        minInterval = .seconds(c.minIntervalSeconds)
+    }
+
+    /// What the kernel's advertisement monitor should match for this format.
+    public var patterns: [AdvertisementPattern] {
+        switch format {
+        case .builtIn(.bthome): return [.serviceData(BTHome.uuid)]
+        case .builtIn(.ruuvi): return [.manufacturer(Ruuvi.company)]
+        case .builtIn(.pvvx), .builtIn(.atc1441): return [.serviceData(Thermometer181A.uuid)]
+        case .declared(let d):
+            switch d.match {
+            case .serviceData(let uuid):
+                if let alias = uuid.sigAlias { return [.serviceData(alias)] }
+                var bytes = [UInt8](repeating: 0, count: 16)
+                for i in 0..<8 {
+                    bytes[i] = UInt8(truncatingIfNeeded: uuid.low >> (8 * i))
+                    bytes[8 + i] = UInt8(truncatingIfNeeded: uuid.high >> (8 * i))
+                }
+                return [AdvertisementPattern(type: 0x21, bytes: bytes)]
+            case .manufacturer(let company, let prefix):
+                return [AdvertisementPattern(type: 0xFF, bytes: [UInt8(company & 0xFF), UInt8(company >> 8)] + prefix.prefix(29))]
+            }
+        }
     }
 
     /// Before two distinct packets have been heard.
@@ -72,7 +110,8 @@ public final class AdvertisedDevice {
     public let settings: AdvertisingSettings
     /// The sensors readings go out for, in the numbering the sink shares.
     private let sensors: [Sensor]
-    private let sink: ReadingSink
+    /// Where its readings go; changed when the publication is replaced.
+    public var sink: ReadingSink
     private let loop: EventLoop
     private let cipher: AESCCM?
 
@@ -88,6 +127,8 @@ public final class AdvertisedDevice {
     /// Told each time a configured sensor is heard for the first time, with all heard so far
     /// (in the configured order): what the device offers.
     public var onSensorsHeard: (([Sensor]) -> Void)?
+    /// The configured sensors heard so far, in the configured order.
+    public var sensorsHeard: [Sensor] { zip(sensors, heard).filter(\.1).map(\.0) }
     /// A problem worth a log line, told once per kind (a wrong key, an unknown object, an
     /// unconfigured sensor), not per packet.
     public var onNotice: ((String) -> Void)?
@@ -329,7 +370,7 @@ public final class AdvertisedDevice {
         counters.published &+= 1
         if !heard[index] {
             heard[index] = true
-            onSensorsHeard?(zip(sensors, heard).filter(\.1).map(\.0))
+            onSensorsHeard?(sensorsHeard)
         }
     }
 

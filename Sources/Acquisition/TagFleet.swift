@@ -10,6 +10,7 @@
 import Glibc
 #endif
 import LinuxSystem
+import Profiles
 import SharedTypes
 import Reactor
 
@@ -46,6 +47,17 @@ public final class TagFleet {
     private let system: AdapterSystem
     private let cache = HandleCache()
     public private(set) var supervisors: [String: TagSupervisor] = [:]
+    /// The devices that only advertise, by tag name: listened for on every adapter that is up
+    /// (or on the one they are pinned to), never connected to, taking no connection's room.
+    public private(set) var advertisers: [String: AdvertisedDevice] = [:]
+    /// The same, for finding a report's device by address without hashing on the hot path.
+    private var advertiserList: [(name: String, pin: String?, device: AdvertisedDevice)] = []
+    /// Told when an advertising device is heard after silence (true) or has gone silent.
+    public var onAdvertiserPresence: ((String, Bool) -> Void)?
+    /// Told when an advertising device is first heard for a sensor, with all heard so far.
+    public var onAdvertiserSensors: ((String, [Sensor]) -> Void)?
+    /// A problem with an advertising device worth a log line, once per kind.
+    public var onAdvertiserNotice: ((String, String) -> Void)?
 
     /// One configured adapter.
     final class Line {
@@ -105,9 +117,14 @@ public final class TagFleet {
         openLines()
     }
 
-    /// Supervises `tag` from now on (once an adapter has room for it); its readings go to `sink`.
+    /// Supervises `tag` from now on (once an adapter has room for it), or listens for it if it
+    /// only advertises; its readings go to `sink`.
     public func add(_ tag: TagConfiguration, sink: ReadingSink) {
-        precondition(supervisors[tag.name] == nil, "tag names are unique")
+        precondition(supervisors[tag.name] == nil && advertisers[tag.name] == nil, "tag names are unique")
+        if let advertising = tag.advertising {
+            addAdvertiser(tag, advertising, sink: sink)
+            return
+        }
         let s = TagSupervisor(tag: tag, sink: sink, loop: loop, adapter: nil, monitor: nil, cache: cache, backoff: backoff)
         s.delegate = self
         supervisors[tag.name] = s
@@ -119,10 +136,18 @@ public final class TagFleet {
     /// Sends the readings of the tag named `name` to `sink` from now on; its link stays up.
     public func route(_ name: String, to sink: ReadingSink) {
         supervisors[name]?.sink = sink
+        advertisers[name]?.sink = sink
     }
 
     /// Disconnects and forgets a tag; a tag that waited for room may take its place.
     public func remove(_ name: String) {
+        if let device = advertisers.removeValue(forKey: name) {
+            device.close()
+            advertiserList.removeAll { $0.name == name }
+            for line in lines { line.open?.listener?.stop(device.address) }
+            monitorPatterns()
+            return
+        }
         supervisors.removeValue(forKey: name)?.stop()
         order.removeAll { $0 == name }
         placement.removeValue(forKey: name)
@@ -134,6 +159,7 @@ public final class TagFleet {
     /// Disconnects every tag; used on shutdown.
     public func stop() {
         for s in supervisors.values { s.stop() }
+        for d in advertisers.values { d.close() }
         loop.cancel(retry)
         for line in lines {
             line.open?.close()
@@ -181,6 +207,7 @@ public final class TagFleet {
             line.queue = AdapterQueue(connector: o.connector)
             line.upSince = loop.now
             report(line, true, "\(o.adapter) is up")
+            listen(on: line)
             // Guests may go home once it has stayed up for returnAfter.
             loop.schedule(after: returnAfter) { [weak self] in self?.rebalance() }
         } catch {
@@ -227,6 +254,58 @@ public final class TagFleet {
             rebalance()
         default:
             break
+        }
+    }
+
+    // MARK: Advertising devices
+
+    private func addAdvertiser(_ tag: TagConfiguration, _ advertising: AdvertisingConfiguration, sink: ReadingSink) {
+        let name = tag.name
+        let device: AdvertisedDevice
+        do {
+            guard let settings = AdvertisingSettings(advertising) else {
+                onAdvertiserNotice?(name, "its key is not 16 bytes: not listened for")
+                return
+            }
+            device = try AdvertisedDevice(address: tag.address, settings: settings, sensors: tag.sensors.map(\.sensor),
+                                          sink: sink, loop: loop)
+        } catch {
+            onAdvertiserNotice?(name, "cannot set up its decryption (\(error)): not listened for")
+            return
+        }
+        device.onPresence = { [weak self] up in self?.onAdvertiserPresence?(name, up) }
+        device.onSensorsHeard = { [weak self] sensors in self?.onAdvertiserSensors?(name, sensors) }
+        device.onNotice = { [weak self] message in self?.onAdvertiserNotice?(name, message) }
+        advertisers[name] = device
+        advertiserList.append((name, tag.adapter, device))
+        for line in lines where line.open != nil && (tag.adapter == nil || tag.adapter == line.spec) {
+            line.open?.listener?.listen(for: tag.address)
+        }
+        monitorPatterns()
+    }
+
+    /// Has an adapter that came up listen for every advertising device that may use it.
+    private func listen(on line: Line) {
+        guard let listener = line.open?.listener else { return }
+        listener.onReport = { [unowned self] report in self.heard(report) }
+        for a in advertiserList where a.pin == nil || a.pin == line.spec { listener.listen(for: a.device.address) }
+        listener.monitor(patterns)
+    }
+
+    /// The formats listened for, as the kernel's monitor matches them.
+    private var patterns: [AdvertisementPattern] { advertiserList.flatMap(\.device.settings.patterns) }
+
+    private func monitorPatterns() {
+        let patterns = self.patterns
+        for line in lines { line.open?.listener?.monitor(patterns) }
+    }
+
+    /// The hot path of an advertising device: a linear scan by address (tens of devices), then
+    /// its decoding.
+    private func heard(_ report: DeviceReport) {
+        for a in advertiserList where a.device.address.sameDevice(as: report.address) {
+            a.device.heard(report)
+            return
         }
     }
 

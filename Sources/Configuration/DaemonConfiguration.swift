@@ -46,8 +46,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Where each tag goes with every adapter up (`AdapterPlan`), the limits and pins applied.
     public var adapterPlan: AdapterPlan {
         AdapterPlan(capacities: connectionLimits,
-                    pins: tags.map { tag in tag.adapter.flatMap { adapters.firstIndex(of: $0) } })
+                    pins: connectedTags.map { tag in tag.adapter.flatMap { adapters.firstIndex(of: $0) } })
     }
+
+    /// The tags that are connected to, in order: those the adapter plan places (a device that
+    /// only advertises takes no connection; it is listened for on its adapter, or on all).
+    public var connectedTags: [TagConfiguration] { tags.filter { !$0.isAdvertising } }
 
     /// "collectord-<host name>-<6 hex digits of this machine's /etc/machine-id>". The host name
     /// alone collides: two Pis left at "raspberrypi" took each other's MQTT session over every

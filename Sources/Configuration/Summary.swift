@@ -74,6 +74,7 @@ extension DaemonConfiguration {
     /// Which tags each adapter takes with every adapter up, and who waits for lack of room.
     private func planSummary() -> [String] {
         let plan = adapterPlan
+        let tags = connectedTags
         var lines = ["plan (every adapter up; the tags of one that is down move to the others while they have room):"]
         let width = adapters.map(\.count).max() ?? 0
         for (a, name) in adapters.enumerated() {

@@ -78,12 +78,14 @@ enum Schema {
     static let topicLayouts: [(String, TopicLayout)] = [("v2", .v2), ("v1", .v1)]
     static let payloads: [(String, PayloadFormat)] = [("detailed", .detailed), ("flat", .flat)]
     static let discoveryForms: [(String, DiscoveryForm)] = [("device", .device), ("entity", .entity)]
-    static let tag = ["name", "address", "address_type", "adapter", "model", "tmp006_s0", "magnetometer_scale", "profile", "sensors"]
+    static let tag = ["name", "address", "address_type", "adapter", "model", "tmp006_s0", "magnetometer_scale", "profile",
+                      "advertisement", "key", "key_file", "stale_after_s", "min_interval_s", "sensors"]
     static let sensor = ["enabled", "period_ms", "range"]
 
     static let logLevels: [(String, LogLevel)] = [("error", .error), ("warning", .warning), ("notice", .notice),
                                                    ("info", .info), ("debug", .debug)]
-    static let models: [(String, Model?)] = [("auto", nil), ("cc2541", .cc2541), ("cc2650", .cc2650), ("cc1350", .cc1350), ("gatt", .gatt)]
+    static let models: [(String, Model?)] = [("auto", nil), ("cc2541", .cc2541), ("cc2650", .cc2650), ("cc1350", .cc1350), ("gatt", .gatt),
+                                             ("bthome", .bthome), ("ruuvi", .ruuvi), ("pvvx", .pvvx), ("atc1441", .atc1441)]
     static let addressTypes: [(String, BluetoothAddress.Kind)] = [("public", .public), ("random", .random)]
     static let movementRanges: [(String, CC2650.AccelerometerRange)] = [("2g", .g2), ("4g", .g4), ("8g", .g8), ("16g", .g16)]
     static let cc2541Ranges: [(String, CC2541.AccelerometerRange)] = [("2g", .g2), ("4g", .g4), ("8g", .g8)]
@@ -660,10 +662,14 @@ struct Validator {
                 report(line, scope.context, message)
             }
         }
+        let advertising = advertising(t, model: &model, declared, scope)
+        if advertising != nil, let v = t["profile"] {
+            report(v.line, scope.context, "profile describes a device that is connected to; this one only advertises")
+        }
         let s0 = positiveNumber(t, "tmp006_s0", scope, default: CC2541.IRTemperature.defaultS0)
         let scale = positiveNumber(t, "magnetometer_scale", scope, default: CC2650.Movement.defaultMagnetometerScale)
         let sensorsBefore = errors.count
-        let sensors = self.sensors(t, model: model, profile: profile, scope)
+        let sensors = advertising.map { advertisedSensors(t, $0, scope) } ?? self.sensors(t, model: model, profile: profile, scope)
         if let profile, let p = t["profile"]?.string, let origins = declared.origins[p], errors.count == sensorsBefore {
             sharedNames(t, sensors: sensors, profile: profile, origins, scope)
         }
@@ -672,6 +678,7 @@ struct Validator {
         var tag = TagConfiguration(name: name, address: address, model: model, sensors: sensors,
                                    tmp006S0: s0, magnetometerScale: scale, adapter: pin)
         tag.profile = profile
+        tag.advertising = advertising
         return tag
     }
 

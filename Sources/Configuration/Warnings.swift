@@ -19,7 +19,7 @@ extension DaemonConfiguration {
                            + "(no TLS); enable [mqtt.tls] or use a broker on this machine")
             }
         }
-        let waiting = adapterPlan.homeless.map { tags[$0].name }
+        let waiting = adapterPlan.homeless.map { connectedTags[$0].name }
         if !waiting.isEmpty {
             let limits = connectionLimits
             let room = "at most \(tagCount(limits[0]))" + (Set(limits).count == 1 ? " per adapter"
@@ -31,6 +31,14 @@ extension DaemonConfiguration {
             var st = stat()
             if stat(file, &st) == 0 && st.st_mode & 0o004 != 0 {
                 out.append("mqtt: password_file \(quoted(file)) is readable by every user (mode \(String(st.st_mode & 0o777, radix: 8))); "
+                           + "chmod 640 it, group collectord")
+            }
+        }
+        for tag in tags {
+            guard let file = tag.advertising?.keyFile else { continue }
+            var st = stat()
+            if stat(file, &st) == 0 && st.st_mode & 0o004 != 0 {
+                out.append("tag \(quoted(tag.name)): key_file \(quoted(file)) is readable by every user (mode \(String(st.st_mode & 0o777, radix: 8))); "
                            + "chmod 640 it, group collectord")
             }
         }

@@ -337,6 +337,11 @@ public struct HomeAssistantDiscovery: Sendable {
         case .cc2650: return "CC2650 SensorTag"
         case .cc1350: return "CC1350 SensorTag"
         case .gatt: return "Bluetooth LE sensor"
+        case .bthome: return "BTHome v2 sensor"
+        case .ruuvi: return "RuuviTag"
+        case .pvvx: return "Thermometer (pvvx firmware)"
+        case .atc1441: return "Thermometer (ATC1441 firmware)"
+        case .advertisement: return "Bluetooth LE advertiser"
         }
     }
 

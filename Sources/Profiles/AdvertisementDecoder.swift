@@ -17,6 +17,17 @@ public enum AdvertisementFormat: String, Sendable, Hashable, CaseIterable, Custo
 
     public var description: String { rawValue }
 
+    /// Every sensor the format's readings may come for, in the order a tag publishes them by
+    /// default.
+    public var sensors: [Sensor] {
+        switch self {
+        case .bthome: return Sensor.advertised
+        case .ruuvi: return [.temperature, .humidity, .pressure, .acceleration, .voltage, .movementCount,
+                             .pm1, .pm2_5, .pm4, .pm10, .co2, .vocIndex, .noxIndex, .illuminance]
+        case .pvvx, .atc1441: return [.temperature, .humidity, .battery, .voltage]
+        }
+    }
+
     /// How `collectord scan` and discovery name it.
     public var displayName: StaticString {
         switch self {

@@ -95,6 +95,9 @@ public struct SensorProfile: Sendable {
         case essTemperature, essHumidity, essPressure, essElevation, essUVIndex, essDewPoint, essIrradiance
         case essWindSpeed, essWindDirection, heartRate
         case declared(DeclaredDecoding)
+        /// A sensor of an advertisement format: its readings come decoded whole from the
+        /// advertisement (`AdvertisementDecoder`); the profile says what fields they carry.
+        case advertised([FieldDeclaration])
     }
 
     /// Whether the sensor may be read at its period when the device offers no notification for
@@ -126,6 +129,7 @@ public struct SensorProfile: Sendable {
         case .cc2650Movement: return .word(CC2650.Movement.Config(range: settings.movementRange).rawValue)
         case .cc2541Test, .keys, .battery, .cc2650IO: return nil
         case .declared: return nil  // declared.enable carries its own bytes
+        case .advertised: return nil  // nothing to switch on: it advertises
         default: return .byte(1)
         }
     }
@@ -165,6 +169,7 @@ public struct SensorProfile: Sendable {
         case .essUVIndex, .essDewPoint: return 0
         case .heartRate: return index == 0 ? 0 : HeartRate.decimals(HeartRate.declaredNames[index])
         case .declared(let d): return d.shape.type(at: index) == .float32 ? Field.singlePrecision : d.fields[index].decimals
+        case .advertised(let fields): return index < fields.count ? fields[index].decimals : 0
         default: return 2
         }
     }
@@ -214,6 +219,8 @@ public struct SensorProfile: Sendable {
             // The contact, energy and RR fields appear only when a measurement carries them.
             return [FieldDeclaration("heart_rate", .beatsPerMinute), FieldDeclaration("contact", .none),
                     FieldDeclaration("energy_expended", .kilojoule)] + HeartRate.rrNames.map { FieldDeclaration($0, .second) }
+        case .advertised(let fields):
+            return fields
         case .declared(let d):
             return d.fields.map { f in
                 var declaration = FieldDeclaration(f.name, .none)
@@ -350,6 +357,9 @@ public struct SensorProfile: Sendable {
             if let contact = m.contact { r.append(Field("contact", contact ? 1 : 0, .none)) }
             if let energy = m.energyExpended { r.append(Field("energy_expended", Double(energy), .kilojoule)) }
             for i in 0..<m.rrCount { r.append(Field(HeartRate.rrNames[i], m.rrSeconds(i), .second)) }
+        case .advertised:
+            // Decoded whole from its advertisement (AdvertisementDecoder), never from a value.
+            throw .invalidValue(characteristic: "advertised sensor", value: 0)
         case .declared(let d):
             var values = DeclaredValues()
             try d.shape.decode(payload, into: &values)
@@ -395,6 +405,7 @@ public struct SensorProfile: Sendable {
         case .cc2541: return cc2541
         case .cc2650: return cc2650
         case .standard: return standard
+        case .advertising: return advertised(model)
         }
     }
 

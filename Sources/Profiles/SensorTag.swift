@@ -9,9 +9,12 @@
 /// A device model. The CC1350 runs the CC2650 application firmware (section 4), so both share one
 /// GATT profile; they differ only in name. `gatt` is any other device: it speaks the Bluetooth
 /// SIG's standard profiles (Standard.swift) and whatever a profile declared in the configuration
-/// describes.
+/// describes. The rest never accept a connection: they advertise their readings, in a built-in
+/// format (`bthome`, `ruuvi`, `pvvx`, `atc1441`) or one the configuration declares
+/// (`advertisement`).
 public enum Model: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     case cc2541, cc2650, cc1350, gatt
+    case bthome, ruuvi, pvvx, atc1441, advertisement
 
     /// The GATT profile generation this model speaks.
     public var generation: Generation {
@@ -19,15 +22,39 @@ public enum Model: String, Sendable, Hashable, CaseIterable, CustomStringConvert
         case .cc2541: return .cc2541
         case .cc2650, .cc1350: return .cc2650
         case .gatt: return .standard
+        case .bthome, .ruuvi, .pvvx, .atc1441, .advertisement: return .advertising
         }
     }
 
-    /// A SensorTag, as opposed to a generic GATT device.
-    public var isSensorTag: Bool { self != .gatt }
+    /// A SensorTag, as opposed to a generic GATT device or an advertiser.
+    public var isSensorTag: Bool { generation == .cc2541 || generation == .cc2650 }
+
+    /// A device that only advertises: listened for, never connected to.
+    public var isAdvertising: Bool { generation == .advertising }
+
+    /// The built-in advertisement format of an advertising model (nil for a declared one).
+    public var advertisementFormat: AdvertisementFormat? {
+        switch self {
+        case .bthome: return .bthome
+        case .ruuvi: return .ruuvi
+        case .pvvx: return .pvvx
+        case .atc1441: return .atc1441
+        default: return nil
+        }
+    }
+
+    public init(_ format: AdvertisementFormat) {
+        switch format {
+        case .bthome: self = .bthome
+        case .ruuvi: self = .ruuvi
+        case .pvvx: self = .pvvx
+        case .atc1441: self = .atc1441
+        }
+    }
 
     public var description: String { rawValue }
 
-    public enum Generation: Sendable, Hashable { case cc2541, cc2650, standard }
+    public enum Generation: Sendable, Hashable { case cc2541, cc2650, standard, advertising }
 }
 
 /// A sensor (or sensor-like service) a device can stream or report, by the name used in the

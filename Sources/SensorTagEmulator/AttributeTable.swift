@@ -58,6 +58,7 @@ public struct EmulatedModel: Sendable, Hashable, CustomStringConvertible {
         case .cc2650: return "CC2650 SensorTag"
         case .cc1350: return "CC1350 SensorTag"
         case .gatt: return "Environmental Sensor"
+        case .bthome, .ruuvi, .pvvx, .atc1441, .advertisement: return "Advertiser"  // no GATT server; never emulated as one
         }
     }
 

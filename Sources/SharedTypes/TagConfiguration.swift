@@ -22,6 +22,43 @@ public struct SensorConfiguration: Sendable, Hashable {
     }
 }
 
+/// What the configuration says about a device that only advertises (`model` bthome, ruuvi,
+/// pvvx, atc1441, or a declared `advertisement`).
+public struct AdvertisingConfiguration: Sendable, Hashable {
+    public enum Format: Sendable, Hashable {
+        case builtIn(AdvertisementFormat)
+        case declared(DeclaredAdvertisement)
+    }
+    public var format: Format
+    /// An encrypted BTHome device's bindkey, 16 bytes (from `key` or `key_file`).
+    public var key: [UInt8]?
+    /// Where the key came from, when a file: shown instead of the key.
+    public var keyFile: String?
+    /// Offline when not heard this long; nil: derived from how often it advertises.
+    public var staleAfterSeconds: Int?
+    /// States are published at most this often.
+    public var minIntervalSeconds: Int
+
+    public static let defaultMinIntervalSeconds = 10
+
+    public init(format: Format, key: [UInt8]? = nil, keyFile: String? = nil, staleAfterSeconds: Int? = nil,
+                minIntervalSeconds: Int = AdvertisingConfiguration.defaultMinIntervalSeconds) {
+        self.format = format
+        self.key = key
+        self.keyFile = keyFile
+        self.staleAfterSeconds = staleAfterSeconds
+        self.minIntervalSeconds = minIntervalSeconds
+    }
+
+    /// Every sensor the format's readings may come for.
+    public var sensors: [Sensor] {
+        switch format {
+        case .builtIn(let f): return f.sensors
+        case .declared(let d): return d.sensors.map(\.sensor)
+        }
+    }
+}
+
 /// A tag as the configuration names it.
 public struct TagConfiguration: Sendable, Hashable {
     public var name: String
@@ -41,6 +78,12 @@ public struct TagConfiguration: Sendable, Hashable {
     /// A device profile declared in the configuration (for `model = "gatt"`): sensors of its own
     /// beside the standard ones.
     public var profile: DeviceProfile?
+    /// For a device that only advertises: its format and how it is listened to. Its `sensors`
+    /// are those published (no periods).
+    public var advertising: AdvertisingConfiguration?
+
+    /// Listened for, never connected to.
+    public var isAdvertising: Bool { advertising != nil }
 
     public init(name: String, address: BluetoothAddress, model: Model? = nil, sensors: [SensorConfiguration],
                 tmp006S0: Double = CC2541.IRTemperature.defaultS0,
@@ -59,6 +102,7 @@ public struct TagConfiguration: Sendable, Hashable {
     /// How `sensor` is set up and decoded on this tag, once its model is known: the declared
     /// profile's own sensors first, then the model's built-in ones.
     public func sensorProfile(_ sensor: Sensor, model: Model) -> SensorProfile? {
-        profile?.profile(for: sensor) ?? SensorProfile.lookup(model, sensor)
+        if case .declared(let format)? = advertising?.format { return format.profile(for: sensor) }
+        return profile?.profile(for: sensor) ?? SensorProfile.lookup(model, sensor)
     }
 }

@@ -89,6 +89,16 @@ final class Daemon: TagSupervisorDelegate {
             }
             self?.publication.publishEvent("adapter", tag: s.tag, detail: detail)
         }
+        fleet.onAdvertiserPresence = { [weak self] name, heard in
+            guard let self else { return }
+            if heard { Log.info("\(name): heard") } else { Log.notice("\(name): not heard for \(self.fleet.advertisers[name].map { "\($0.staleAfter.milliseconds / 1000) s" } ?? "a while"): offline") }
+            publication.setOnline(name, heard)
+        }
+        fleet.onAdvertiserSensors = { [weak self] name, sensors in
+            guard let self, let tag = config.tags.first(where: { $0.name == name }), let model = tag.model else { return }
+            publication.identified(name, model: model, firmware: nil, sensors: sensors)
+        }
+        fleet.onAdvertiserNotice = { name, message in Log.warning("\(name): \(message)") }
         wallClock.onChange = { [weak self] synced in
             guard let self else { return }
             publication.clockSynced = synced
@@ -263,6 +273,10 @@ final class Daemon: TagSupervisorDelegate {
                 }
                 p.setOnline(tag.name, true)
             }
+            if let device = fleet.advertisers[tag.name], device.online {
+                if let model = tag.model { p.identified(tag.name, model: model, firmware: nil, sensors: device.sensorsHeard) }
+                p.setOnline(tag.name, true)
+            }
         }
         p.start()
         return p
@@ -330,6 +344,10 @@ final class Daemon: TagSupervisorDelegate {
             link.kernelDropped = counters.kernelDropped
             return Statistics.Tag(name: name, state: s.state.rawValue, adapter: s.adapterName, rssiDBm: fleet.signal[name].map { Int($0) },
                                   reconnects: s.reconnects, link: link, sensors: sensors)
+        }
+        stats.tags! += fleet.advertisers.sorted(by: { $0.key < $1.key }).map { name, device in
+            Statistics.Tag(name: name, state: device.online ? "heard" : "silent", adapter: nil, rssiDBm: device.rssi.map { Int($0) },
+                           reconnects: 0, link: Statistics.Link(), sensors: [])
         }
         let payload = ControlPayloads.stats(stats, time: .now())
         publication.publishStats(payload)

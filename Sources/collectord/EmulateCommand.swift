@@ -88,7 +88,7 @@ struct Emulate: Command {
     }
 
     func run() throws {
-        guard let hardware = Model(rawValue: model.lowercased()) else {
+        guard let hardware = Model(rawValue: model.lowercased()), !hardware.isAdvertising else {
             writeStderr("collectord emulate: unknown model '\(model)' (expected cc2541, cc2650, cc1350, gatt)\n")
             throw ExitCode(64)
         }
@@ -97,6 +97,8 @@ struct Emulate: Command {
         case .cc2541: emulated = firmware.map { .cc2541(firmware: $0) } ?? .cc2541()
         case .cc2650: emulated = firmware.map { .cc2650(firmware: $0) } ?? .cc2650()
         case .cc1350: emulated = firmware.map { .cc1350(firmware: $0) } ?? .cc1350()
+        case .bthome, .ruuvi, .pvvx, .atc1441, .advertisement:
+            throw ExitCode(64)  // refused above: an advertiser has no GATT server to emulate
         case .gatt:
             var declared: DeviceProfile?
             if let profile {

@@ -16,13 +16,14 @@ final class TagEmulation {
     }
 
     func place(_ tag: TagConfiguration) {
-        guard air.tag(at: tag.address) == nil else { return }
+        guard air.tag(at: tag.address) == nil, !tag.isAdvertising else { return }
         let model: EmulatedModel
         switch tag.model ?? .cc2650 {
         case .cc2541: model = .cc2541()
         case .cc2650: model = .cc2650()
         case .cc1350: model = .cc1350()
         case .gatt: model = .standard(profile: tag.profile)
+        case .bthome, .ruuvi, .pvvx, .atc1441, .advertisement: return
         }
         air.add(SensorTagEmulator(model: model, loop: loop, seed: seed), at: tag.address)
         seed += 1

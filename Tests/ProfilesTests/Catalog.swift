@@ -269,6 +269,7 @@ enum Catalog {
         case .cc2541: return cc2541 + shared
         case .cc2650: return cc2650 + shared
         case .standard: return standard + [.raw(Battery.Level.self, "Battery Level", 1)] + shared
+        case .advertising: return []  // no characteristics: its readings come in advertisements
         }
     }
 }
