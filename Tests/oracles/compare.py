@@ -8,9 +8,14 @@ Generates N valid advertisements per format (generate.py, seeded, so a run can b
 decodes each with every oracle that covers its format (oracles.py) and, with --collectord, with
 `collectord decode --advert-batch` in one process; then reports per format how many were
 compared, how many agreed, and the first disagreements with the advertisement's hex, each
-oracle's reading and ours. Numbers agree within half of each side's rounding step. Where an
+oracle's reading and ours. collectord is held both to every oracle and to the generator's own
+expectation (worked out from the specifications), and the specifications' vectors (vectors.py)
+are decoded by collectord too. Numbers agree within half of each side's rounding step. Where an
 oracle departs from the specification (findings.py) the difference is counted under that
-finding, not hidden.
+finding, not hidden. What the specifications define and collectord deliberately does not
+publish (vocabulary.NOT_PUBLISHED_KINDS) is left out of the comparison with collectord only.
+Each format's disagreements are also summed up by class (the key, its "_2"… dropped, and what
+differs), so that one cause shows as one line.
 
 --self-check runs without collectord: every oracle against the formats' specification vectors
 (vectors.py), the generator's encryption against the specification's example, and every oracle
@@ -23,9 +28,12 @@ Exit status 0 when everything agrees, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import collections
+import copy
 import json
 import multiprocessing
 import os
+import re
 import subprocess
 import sys
 import time
@@ -33,7 +41,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import vocabulary as V                                               # noqa: E402
-from common import Decoded, Value, differences                      # noqa: E402
+from common import Decoded, Diff, Value, differences, same_value   # noqa: E402
 from findings import FINDINGS, explain                              # noqa: E402
 from generate import FORMATS, bthome_encrypt, generate              # noqa: E402
 from oracles import ORACLES, oracles_for                            # noqa: E402
@@ -95,19 +103,38 @@ def ours_from_json(text: str) -> Decoded:
     return out
 
 
-def run_collectord(binary: str, formats: list[str]) -> dict:
-    lines = [a.line() for fmt in formats for a in ADVERTS[fmt]]
+def run_collectord(binary: str, adverts: list) -> list[Decoded]:
+    """Every advertisement through one `collectord decode --advert-batch`."""
+    lines = [a.line() for a in adverts]
     proc = subprocess.run([binary, "decode", "--advert-batch"], input="\n".join(lines) + "\n",
                           capture_output=True, text=True, timeout=300)
     out = proc.stdout.splitlines()
     if proc.returncode != 0 or len(out) != len(lines):
         sys.exit(f"compare: `{binary} decode --advert-batch` exited {proc.returncode} with {len(out)} lines "
                  f"for {len(lines)}; its stderr:\n{proc.stderr[-2000:]}")
-    results, i = {}, 0
-    for fmt in formats:
-        results[fmt] = [ours_from_json(t) for t in out[i:i + len(ADVERTS[fmt])]]
-        i += len(ADVERTS[fmt])
-    return results
+    return [ours_from_json(t) for t in out]
+
+
+def published_only(d: Decoded) -> Decoded:
+    """An oracle's or the generator's decoding without what collectord deliberately does not
+    publish; collectord's own side is never filtered, so publishing one of those is reported."""
+    out = copy.copy(d)
+    out.values = {k: v for k, v in d.values.items() if V.published(k)}
+    return out
+
+
+def diff_class(d: Diff) -> str:
+    """One cause, one line: the key without its ordinal and what differs."""
+    if d.key in ("decoded", "events"):
+        return d.key
+    key = re.sub(r"_\d+$", "", d.key)
+    if d.ours is None:
+        return f"{key}: collectord lacks it"
+    if d.theirs is None:
+        return f"{key}: only collectord has it"
+    if isinstance(d.ours, Value) and isinstance(d.theirs, Value) and same_value(d.ours, d.theirs):
+        return f"{key}: unit {d.ours.unit!r} vs {d.theirs.unit!r}"
+    return f"{key}: value"
 
 
 def format_checks(fmt: str, advert, ours: Decoded) -> list[str]:
@@ -134,20 +161,26 @@ def compare_collectord(formats, oracle_results, ours_results, show) -> bool:
         vs_oracle = {o: 0 for o in names}
         explained = {}
         vs_generator = 0
+        classes: collections.Counter = collections.Counter()
         for i, advert in enumerate(adverts):
             ours = ours_results[fmt][i]
             problems = [p for p in format_checks(fmt, advert, ours)]
+            classes.update(f"{p.split(':')[0]}: wrong" for p in problems)
             for o in names:
                 nc = V.NOT_COVERED[o]
-                left, used = explain(o, fmt, differences(ours, oracle_results[fmt][o][i], nc["keys"], nc["ids"]), advert)
+                theirs = published_only(oracle_results[fmt][o][i])
+                left, used = explain(o, fmt, differences(ours, theirs, nc["keys"], nc["ids"]), advert)
                 for u in used:
                     explained[u] = explained.get(u, 0) + 1
                 if left:
                     vs_oracle[o] += 1
                     problems += [f"vs {o}: {d.text}" for d in left]
-            gen = differences(ours, advert.truth)
+                    classes.update(f"vs {o}: {diff_class(d)}" for d in left)
+            gen = differences(ours, published_only(advert.truth))
             if gen:
                 vs_generator += 1
+                problems += [f"vs specification: {d.text}" for d in gen]
+                classes.update(f"vs specification: {diff_class(d)}" for d in gen)
             if problems:
                 if shown < show:
                     shown += 1
@@ -162,10 +195,34 @@ def compare_collectord(formats, oracle_results, ours_results, show) -> bool:
                 agreed += 1
         ok &= agreed == len(adverts)
         per = ", ".join(f"{o} disagrees on {n}" for o, n in vs_oracle.items())
-        print(f"{fmt}: {len(adverts)} compared with {', '.join(names)}; {agreed} agreed ({per}); "
-              f"{vs_generator} differ from the generator's expectation")
+        print(f"{fmt}: {len(adverts)} compared with {', '.join(names)} and the specification; {agreed} agreed "
+              f"({per}; the specification's expectation on {vs_generator})")
+        for name, n in classes.most_common(12):
+            print(f"    disagreement {name}: {n} times")
         for name, n in sorted(explained.items()):
             print(f"    oracle finding {name}: {n} packets (not counted against collectord)")
+    return ok
+
+
+def vectors_for(formats: list[str]) -> list:
+    """The specification vectors of the formats checked (Ruuvi's invalid vector with format 5)."""
+    chosen = [(label, a) for label, a in vectors.VECTORS
+              if a.fmt in formats or (a.fmt == "bthome-encrypted" and "bthome" in formats)]
+    if "ruuvi5" in formats:
+        chosen.append(("Ruuvi 5 invalid (nothing published)", vectors.RUUVI_INVALID))
+    return chosen
+
+
+def compare_vectors(chosen: list, ours: list[Decoded]) -> bool:
+    """collectord on the specifications' own vectors."""
+    print("collectord on the specification vectors:")
+    ok = True
+    for (label, advert), got in zip(chosen, ours):
+        left = format_checks(advert.fmt, advert, got) + [d.text for d in differences(got, published_only(advert.truth))]
+        print(f"  {'ok' if not left else 'FAILED':6} {label}")
+        for text in left:
+            print(f"           {text}")
+        ok &= not left
     return ok
 
 
@@ -262,8 +319,14 @@ def main() -> int:
         ok &= self_check(formats, oracle_results)
     if args.collectord:
         t = time.monotonic()
-        ours = run_collectord(args.collectord, formats)
-        print(f"collectord decoded {sum(len(v) for v in ours.values())} advertisements in {time.monotonic() - t:.1f} s")
+        chosen = vectors_for(formats)
+        decoded_all = run_collectord(args.collectord, [a for fmt in formats for a in ADVERTS[fmt]] + [a for _, a in chosen])
+        print(f"collectord decoded {len(decoded_all)} advertisements in {time.monotonic() - t:.1f} s")
+        ours, i = {}, 0
+        for fmt in formats:
+            ours[fmt] = decoded_all[i:i + len(ADVERTS[fmt])]
+            i += len(ADVERTS[fmt])
+        ok &= compare_vectors(chosen, decoded_all[i:])
         ok &= compare_collectord(formats, oracle_results, ours, args.show)
     print(f"{'all agree' if ok else 'DISAGREEMENTS'} ({time.monotonic() - started:.1f} s)")
     return 0 if ok else 1

@@ -193,6 +193,7 @@ def bthome_encrypted(rng: random.Random) -> Advert:
     while len(payload) < 2 or truth.empty():   # the specification's shortest encrypted payload
         truth = Decoded()
         payload = bthome_payload(rng, room, truth)
+    truth.ids[V.ID_BTHOME_COUNTER] = int.from_bytes(counter, "little")
     body = head + bthome_encrypt(key, mac_bytes(addr), info, counter, payload)
     return Advert("bthome-encrypted", addr, FLAGS + service_data(0xFCD2, body), key, truth)
 
@@ -233,10 +234,10 @@ def ruuvi5(rng: random.Random) -> Advert:
     tx = draw(rng, 0, 30, (31,))
     mov = draw(rng, 0, 254, (255,))
     seq = draw(rng, 0, 65534, (65535,))
-    # The specification marks each acceleration axis "not available" on its own.
+    # The specification marks each acceleration axis "not available" on its own; milli-g.
     for name, a in zip(("acc_x", "acc_y", "acc_z"), acc):
         if a != -32768:
-            ruuvi_put(truth, name, a / 1000 * V.STANDARD_GRAVITY)
+            ruuvi_put(truth, name, a / 1000)
     if volt != 2047:
         ruuvi_put(truth, "voltage", (volt + 1600) / 1000)
     if tx != 31:
@@ -258,9 +259,9 @@ def ruuvi6(rng: random.Random) -> Advert:
     voc = draw(rng, 0, 500, (511,))
     nox = draw(rng, 0, 500, (511,))
     lumi = draw(rng, 0, 254, (255,))
-    sound = draw(rng, 0, 510, (511,))
     seq = rng.randrange(256)
     calibrating = rng.randrange(2)
+    reserved_flags = rng.randrange(32)   # flags bits 1-5: reserved, "don't care"
     if pm25 != 65535:
         ruuvi_put(truth, "pm2_5", pm25 / 10)
     if co2 != 65535:
@@ -270,13 +271,13 @@ def ruuvi6(rng: random.Random) -> Advert:
     if nox != 511:
         ruuvi_put(truth, "nox", nox)
     if lumi != 255:
-        # Logarithmic code: lux = exp(code × ln(65536)/254) − 1; a reading rounds to whole lux.
-        ruuvi_put(truth, "illuminance", math.exp(lumi * math.log(65536) / 254) - 1, 1.0)
-    if sound != 511:
-        ruuvi_put(truth, "sound", sound / 5 + 18)
+        # Logarithmic code: lux = exp(code × ln(65536)/254) − 1.
+        # The specification lets a decoder round to 0.01 lux.
+        ruuvi_put(truth, "illuminance", math.exp(lumi * math.log(65536) / 254) - 1, 0.01)
     truth.ids[V.ID_RUUVI] = seq
-    flags = calibrating | ((sound & 1) << 4) | ((voc & 1) << 6) | ((nox & 1) << 7)
-    body = struct.pack(">BhHHHHBBBBBB", 6, t, h, p, pm25, co2, voc >> 1, nox >> 1, lumi, sound >> 1, seq, flags) + mac_bytes(addr)[3:]
+    flags = calibrating | (reserved_flags << 1) | ((voc & 1) << 6) | ((nox & 1) << 7)
+    # Byte 14 is reserved (0xFF); an earlier revision of the format had the sound level there.
+    body = struct.pack(">BhHHHHBBBBBB", 6, t, h, p, pm25, co2, voc >> 1, nox >> 1, lumi, 0xFF, seq, flags) + mac_bytes(addr)[3:]
     return Advert("ruuvi6", addr, FLAGS + manufacturer(0x0499, body), None, truth)
 
 
@@ -303,7 +304,7 @@ def ruuvie1(rng: random.Random) -> Advert:
         ruuvi_put(truth, "illuminance", lumi / 100)
     if seq != 0xFFFFFF:
         truth.ids[V.ID_RUUVI] = seq
-    flags = rng.randrange(2) | ((voc & 1) << 6) | ((nox & 1) << 7)
+    flags = rng.randrange(2) | (rng.randrange(32) << 1) | ((voc & 1) << 6) | ((nox & 1) << 7)
     body = (struct.pack(">BhHHHHHHHBB", 0xE1, t, h, p, *pms, co2, voc >> 1, nox >> 1)
             + lumi.to_bytes(3, "big") + b"\xff\xff\xff" + seq.to_bytes(3, "big") + bytes([flags])
             + b"\xff" * 5 + mac_bytes(addr))

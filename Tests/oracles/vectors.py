@@ -28,19 +28,18 @@ def _ruuvi(hex_body: str, expect: dict, seq=None) -> Advert:
                   _values(expect, ids={} if seq is None else {V.ID_RUUVI: seq}))
 
 
-G = V.STANDARD_GRAVITY
 VECTORS: list[tuple[str, Advert]] = [
     # bthome.io/format: the example advertisement (flags, a local name, then the service data).
     ("BTHome example advertisement", Advert(
         "bthome", "A4:C1:38:00:00:02",
         bytes.fromhex("020106" "0B094449592D73656E736F72" "0A16D2FC4002C40903BF13"), None,
-        _values({"temperature/temperature": (25.00, "°C"), "humidity/humidity": (50.55, "%")}))),
+        _values({"temperature/temperature": (25.00, "°C"), "humidity/humidity": (50.55, "%RH")}))),
     # bthome.io/format: the object table's examples.
     ("BTHome objects 0x00-0x08", _bthome(
         "00A8 0161 02CA09 03BF13 04138A01 05138A14 065E1F",
         {"battery/battery": (97, "%"), "temperature/temperature": (25.06, "°C"),
-         "humidity/humidity": (50.55, "%"), "pressure/pressure": (1008.83, "hPa"),
-         "illuminance/illuminance": (13460.67, "lx"), "mass/mass": (80.30, "kg")},
+         "humidity/humidity": (50.55, "%RH"), "pressure/pressure": (1008.83, "hPa"),
+         "illuminance/illuminance": (13460.67, "lux"), "mass/mass": (80.30, "kg")},
         ids={V.ID_BTHOME: 168})),
     ("BTHome objects 0x07-0x0C", _bthome(
         "073E1D 08CA06 0960 0A138A14 0B021B00 0C020C",
@@ -57,7 +56,7 @@ VECTORS: list[tuple[str, Advert]] = [
         {"timestamp/timestamp": (1684093277, "s"), "text/text": ("Hello World!", "")})),
     ("BTHome binary sensors, a button and a dimmer", _bthome(
         "1001 1100 3A01 3C0103",
-        {"power_on/power_on": (True, ""), "opening/opening": (False, "")},
+        {"power_state/power_state": (True, ""), "opening/opening": (False, "")},
         events=[("button", "press", None), ("dimmer", "rotate_left", 3)])),
     ("BTHome two temperatures of different resolution", _bthome(
         "02CA09 451101",
@@ -69,51 +68,52 @@ VECTORS: list[tuple[str, Advert]] = [
         "bthome-encrypted", "54:48:E6:8F:80:A5",
         FLAGS + service_data(0xFCD2, bytes.fromhex("41" "A47266C95F73" "00112233" "78237214")),
         bytes.fromhex("231d39c1d7cc1ab1aee224cd096db932"),
-        _values({"temperature/temperature": (25.06, "°C"), "humidity/humidity": (50.55, "%")}))),
+        _values({"temperature/temperature": (25.06, "°C"), "humidity/humidity": (50.55, "%RH")},
+                ids={V.ID_BTHOME_COUNTER: 0x33221100}))),
     # Ruuvi's data format 5 specification: the valid, maximum, minimum and invalid vectors.
     ("Ruuvi 5 valid", _ruuvi("0512FC5394C37C0004FFFC040CAC364200CDCBB8334C884F", {
-        "temperature/temperature": (24.3, "°C"), "humidity/humidity": (53.49, "%"),
-        "pressure/pressure": (1000.44, "hPa"), "acceleration/x": (0.004 * G, "m/s²"),
-        "acceleration/y": (-0.004 * G, "m/s²"), "acceleration/z": (1.036 * G, "m/s²"),
+        "temperature/temperature": (24.3, "°C"), "humidity/humidity": (53.49, "%RH"),
+        "pressure/pressure": (1000.44, "hPa"), "acceleration/x": (0.004, "g"),
+        "acceleration/y": (-0.004, "g"), "acceleration/z": (1.036, "g"),
         "voltage/voltage": (2.977, "V"), "tx_power/tx_power": (4, "dBm"),
-        "movement/movement": (66, "")}, seq=205)),
+        "movement_count/movement_count": (66, "")}, seq=205)),
     ("Ruuvi 5 maximum", _ruuvi("057FFFFFFEFFFE7FFF7FFF7FFFFFDEFEFFFECBB8334C884F", {
-        "temperature/temperature": (163.835, "°C"), "humidity/humidity": (163.835, "%"),
-        "pressure/pressure": (1155.34, "hPa"), "acceleration/x": (32.767 * G, "m/s²"),
-        "acceleration/y": (32.767 * G, "m/s²"), "acceleration/z": (32.767 * G, "m/s²"),
+        "temperature/temperature": (163.835, "°C"), "humidity/humidity": (163.835, "%RH"),
+        "pressure/pressure": (1155.34, "hPa"), "acceleration/x": (32.767, "g"),
+        "acceleration/y": (32.767, "g"), "acceleration/z": (32.767, "g"),
         "voltage/voltage": (3.646, "V"), "tx_power/tx_power": (20, "dBm"),
-        "movement/movement": (254, "")}, seq=65534)),
+        "movement_count/movement_count": (254, "")}, seq=65534)),
     ("Ruuvi 5 minimum", _ruuvi("058001000000008001800180010000000000CBB8334C884F", {
-        "temperature/temperature": (-163.835, "°C"), "humidity/humidity": (0.0, "%"),
-        "pressure/pressure": (500.00, "hPa"), "acceleration/x": (-32.767 * G, "m/s²"),
-        "acceleration/y": (-32.767 * G, "m/s²"), "acceleration/z": (-32.767 * G, "m/s²"),
+        "temperature/temperature": (-163.835, "°C"), "humidity/humidity": (0.0, "%RH"),
+        "pressure/pressure": (500.00, "hPa"), "acceleration/x": (-32.767, "g"),
+        "acceleration/y": (-32.767, "g"), "acceleration/z": (-32.767, "g"),
         "voltage/voltage": (1.6, "V"), "tx_power/tx_power": (-40, "dBm"),
-        "movement/movement": (0, "")}, seq=0)),
+        "movement_count/movement_count": (0, "")}, seq=0)),
     # pvvx custom and ATC1441: packets laid out by hand after the firmware READMEs' structures
     # (pvvx: reversed MAC, int16 0.01 °C, uint16 0.01 %, uint16 mV, uint8 %, counter, flags, all
     # little endian; ATC1441: MAC, int16 0.1 °C, uint8 %, uint8 %, uint16 mV, counter, big endian).
     ("pvvx custom", Advert(
         "pvvx", "A4:C1:38:12:34:56",
         FLAGS + service_data(0x181A, bytes.fromhex("56341238C1A4" "C409" "BF13" "A00B" "55" "A8" "05")), None,
-        _values({"temperature/temperature": (25.00, "°C"), "humidity/humidity": (50.55, "%"),
+        _values({"temperature/temperature": (25.00, "°C"), "humidity/humidity": (50.55, "%RH"),
                  "voltage/voltage": (2.976, "V"), "battery/battery": (85, "%")},
                 ids={V.ID_THERMOMETER: 168}))),
     ("pvvx custom, below zero", Advert(
         "pvvx", "A4:C1:38:12:34:56",
         FLAGS + service_data(0x181A, bytes.fromhex("56341238C1A4" "0CFE" "1027" "E40C" "64" "00" "00")), None,
-        _values({"temperature/temperature": (-5.00, "°C"), "humidity/humidity": (100.00, "%"),
+        _values({"temperature/temperature": (-5.00, "°C"), "humidity/humidity": (100.00, "%RH"),
                  "voltage/voltage": (3.300, "V"), "battery/battery": (100, "%")},
                 ids={V.ID_THERMOMETER: 0}))),
     ("ATC1441", Advert(
         "atc1441", "A4:C1:38:12:34:56",
         FLAGS + service_data(0x181A, bytes.fromhex("A4C138123456" "00FA" "32" "55" "0BA0" "05")), None,
-        _values({"temperature/temperature": (25.0, "°C"), "humidity/humidity": (50, "%"),
+        _values({"temperature/temperature": (25.0, "°C"), "humidity/humidity": (50, "%RH"),
                  "battery/battery": (85, "%"), "voltage/voltage": (2.976, "V")},
                 ids={V.ID_THERMOMETER: 5}))),
     ("ATC1441, below zero", Advert(
         "atc1441", "A4:C1:38:12:34:56",
         FLAGS + service_data(0x181A, bytes.fromhex("A4C138123456" "FF9C" "00" "00" "0000" "FF")), None,
-        _values({"temperature/temperature": (-10.0, "°C"), "humidity/humidity": (0, "%"),
+        _values({"temperature/temperature": (-10.0, "°C"), "humidity/humidity": (0, "%RH"),
                  "battery/battery": (0, "%"), "voltage/voltage": (0.0, "V")},
                 ids={V.ID_THERMOMETER: 255}))),
 ]
