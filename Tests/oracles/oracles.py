@@ -102,7 +102,12 @@ def bthome_ble(advert: Advert) -> Decoded:
     for dk, ev in update.events.items():
         key = str(dk.key)
         device = key.split("_")[0]
-        steps = (ev.event_properties or {}).get("steps")
+        props = ev.event_properties or {}
+        steps = props.get("steps")
+        # A command's arguments come as hex; the specification's table gives step up and step
+        # down a number of steps (one byte), which is what we compare.
+        if device == "command" and ev.event_type in ("step_up", "step_down") and len(props.get("args") or "") == 2:
+            steps = int(props["args"], 16)
         out.events.append((device + ha_suffix(key, device), ev.event_type, steps))
     if not out.values and not out.events and not out.ids:
         out.error = "nothing decoded"

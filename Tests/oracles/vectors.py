@@ -118,6 +118,66 @@ VECTORS: list[tuple[str, Advert]] = [
                 ids={V.ID_THERMOMETER: 255}))),
 ]
 
+# bthome.io/format: every example of the object tables, each alone in an advertisement (object
+# id's example bytes, the result the table gives). The kind and unit are the vocabulary's.
+BTHOME_TABLE_EXAMPLES = [
+    ("0161", 97), ("02CA09", 25.06), ("03BF13", 50.55), ("04138A01", 1008.83),
+    ("05138A14", 13460.67), ("065E1F", 80.3), ("073E1D", 74.86), ("08CA06", 17.38), ("0960", 96),
+    ("0A138A14", 1346.067), ("0B021B00", 69.14), ("0C020C", 3.074), ("0D120C", 3090),
+    ("0E021C", 7170), ("12E204", 1250), ("133301", 307), ("14020C", 30.74), ("2E23", 35),
+    ("2F23", 35), ("3D0960", 24585), ("3E2A2C0960", 1611213866), ("3F020C", 307.4),
+    ("400C00", 12), ("414E00", 7.8), ("424E3400", 13.390), ("434E34", 13.39), ("444E34", 133.90),
+    ("451101", 27.3), ("4632", 5.0), ("478756", 2215.1), ("48DC87", 34780), ("49DC87", 34.780),
+    ("4A020C", 307.4), ("4B138A14", 1346.067), ("4C41018A01", 25821.505),
+    ("4D12138A14", 344593.170), ("4E87562A01", 19551.879), ("4F87562A01", 19551.879),
+    ("518756", 22.151), ("528756", 22.151), ("5587562A01", 19551.879), ("56E803", 1000),
+    ("57EA", -22), ("58EA", -7.7), ("59EA", -22), ("5AEAEA", -5398), ("5BEA0234EA", -365690134),
+    ("5C02FBFFFF", -12.78), ("5D02EA", -5.63), ("5E9F8C", 359.99), ("5FA00F", 400.0),
+    ("6001", 1), ("61AC0D", 3500), ("624099DFFF", -2.123456), ("630057D0FF", -3.123456),
+    ("6402", 2),
+]
+# The binary sensor table's examples: object id and byte.
+BTHOME_BINARY_EXAMPLES = [
+    "0F01", "1001", "1100", "1501", "1601", "1700", "1801", "1900", "1A00", "1B01", "1C01", "1D00",
+    "1E01", "1F01", "2001", "2100", "2201", "2301", "2400", "2500", "2601", "2701", "2800", "2901",
+    "2A00", "2B00", "2C01", "2D01",
+]
+# The event table's examples: hex, event device, event type, steps.
+BTHOME_EVENT_EXAMPLES = [
+    ("3A01", "button", "press", None), ("3A02", "button", "double_press", None),
+    ("3A03", "button", "triple_press", None), ("3A04", "button", "long_press", None),
+    ("3A05", "button", "long_double_press", None), ("3A06", "button", "long_triple_press", None),
+    ("3A80", "button", "hold_press", None), ("3C0103", "dimmer", "rotate_left", 3),
+    ("3C020A", "dimmer", "rotate_right", 10), ("3B0000", "command", "off", None),
+    ("3B0001", "command", "on", None), ("3B0002", "command", "toggle", None),
+    ("3B010305", "command", "step_up", 5), ("3B010405", "command", "step_down", 5),
+]
+
+
+def _table_vectors() -> list[tuple[str, Advert]]:
+    out = []
+    for hex_object, value in BTHOME_TABLE_EXAMPLES:
+        oid = int(hex_object[:2], 16)
+        kind, _, _, _, unit = V.BTHOME_SENSORS[oid]
+        out.append((f"BTHome table 0x{oid:02X} ({hex_object})",
+                    _bthome(hex_object, {f"{kind}/{kind}": (value, unit)}, sources={f"{kind}/{kind}": oid})))
+    for hex_object in BTHOME_BINARY_EXAMPLES:
+        kind = V.BTHOME_BINARY[int(hex_object[:2], 16)]
+        out.append((f"BTHome table 0x{hex_object[:2]} ({hex_object})",
+                    _bthome(hex_object, {f"{kind}/{kind}": (hex_object[2:] == "01", "")})))
+    for hex_object, device, event, steps in BTHOME_EVENT_EXAMPLES:
+        out.append((f"BTHome table 0x{hex_object[:2]} ({hex_object})",
+                    _bthome(hex_object, {}, events=[(device, event, steps)])))
+    # Device information (0xF0-0xF2) and the settings revision (0x65) are no readings: the
+    # packet id after them shows they were sized right.
+    out.append(("BTHome device information (0x00 0x65 0xF0 0xF1 0xF2)",
+                _bthome("0009 6503 F00100 F100010204 F2000106", {"settings_revision/settings_revision": (3, "")},
+                        ids={V.ID_BTHOME: 9})))
+    return out
+
+
+VECTORS += _table_vectors()
+
 # Ruuvi's "invalid" vector: every field "not available", so nothing is published.
 RUUVI_INVALID = _ruuvi("058000FFFFFFFF800080008000FFFFFFFFFFFFFFFFFFFFFF", {})
 
