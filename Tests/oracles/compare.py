@@ -194,9 +194,10 @@ def compare_collectord(formats, oracle_results, ours_results, show) -> bool:
             else:
                 agreed += 1
         ok &= agreed == len(adverts)
-        per = ", ".join(f"{o} disagrees on {n}" for o, n in vs_oracle.items())
-        print(f"{fmt}: {len(adverts)} compared with {', '.join(names)} and the specification; {agreed} agreed "
-              f"({per}; the specification's expectation on {vs_generator})")
+        per = "".join(f"{o} disagrees on {n}; " for o, n in vs_oracle.items())
+        against = ", ".join(names) + " and " if names else "no other parser (none decodes it), only "
+        print(f"{fmt}: {len(adverts)} compared with {against}the specification; {agreed} agreed "
+              f"({per}the specification's expectation on {vs_generator})")
         for name, n in classes.most_common(12):
             print(f"    disagreement {name}: {n} times")
         for name, n in sorted(explained.items()):
@@ -208,8 +209,7 @@ def vectors_for(formats: list[str]) -> list:
     """The specification vectors of the formats checked (Ruuvi's invalid vector with format 5)."""
     chosen = [(label, a) for label, a in vectors.VECTORS
               if a.fmt in formats or (a.fmt == "bthome-encrypted" and "bthome" in formats)]
-    if "ruuvi5" in formats:
-        chosen.append(("Ruuvi 5 invalid (nothing published)", vectors.RUUVI_INVALID))
+    chosen += [(f"{label} (no reading)", a) for label, a in vectors.RUUVI_INVALID if a.fmt in formats]
     return chosen
 
 
@@ -242,14 +242,17 @@ def self_check(formats, oracle_results) -> bool:
             for d in left:
                 print(f"           {d.text}")
             ok &= not left
-    if "ruuvi5" in formats:
-        for o in oracles_for("ruuvi5"):
-            got = ORACLES[o][0](vectors.RUUVI_INVALID)
+    for label, advert in vectors.RUUVI_INVALID:
+        if advert.fmt not in formats:
+            continue
+        for o in oracles_for(advert.fmt):
+            nc = V.NOT_COVERED[o]
+            got = ORACLES[o][0](advert)
             left, used = ([], []) if got.error is not None else explain(
-                o, "ruuvi5", differences(vectors.RUUVI_INVALID.truth, got), vectors.RUUVI_INVALID)
+                o, advert.fmt, differences(advert.truth, got, nc["keys"], nc["ids"]), advert)
             good = not left
             extra = f" (finding: {', '.join(used)})" if used else ""
-            print(f"  {'ok' if good else 'FAILED':6} {o:13} Ruuvi 5 invalid (nothing published){extra}")
+            print(f"  {'ok' if good else 'FAILED':6} {o:13} {label} (no reading){extra}")
             for d in left:
                 print(f"           {d.text}")
             ok &= good
@@ -301,7 +304,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
-    formats = [{"bthome-plain": "bthome", "ruuvi": "ruuvi5"}.get(f, f) for f in formats]
+    formats = [{"bthome-plain": "bthome", "ruuvi": "ruuvi5", "ruuvi-c5": "ruuvic5"}.get(f, f) for f in formats]
     unknown = [f for f in formats if f not in FORMATS]
     if unknown or not (args.self_check or args.collectord):
         parser.error(f"unknown format {unknown}" if unknown else "give --collectord PATH or --self-check")

@@ -22,7 +22,7 @@ from common import Decoded, Value
 
 FLAGS = bytes.fromhex("020106")
 LEGACY_MAX = 31
-FORMATS = ("bthome", "bthome-encrypted", "ruuvi5", "ruuvi6", "ruuvie1", "pvvx", "atc1441")
+FORMATS = ("bthome", "bthome-encrypted", "ruuvi5", "ruuvic5", "ruuvi6", "ruuvie1", "pvvx", "atc1441")
 
 
 @dataclass
@@ -225,11 +225,12 @@ def manufacturer(company: int, body: bytes) -> bytes:
     return ad(0xFF, struct.pack("<H", company) + body)
 
 
-def ruuvi5(rng: random.Random) -> Advert:
+def ruuvi5(rng: random.Random, cut: bool = False) -> Advert:
+    """Format 5 (RAWv2), or with `cut` format C5: format 5 without the acceleration."""
     addr = address(rng)
     truth = Decoded()
     t, h, p = ruuvi_common(rng, truth)
-    acc = [draw(rng, -32767, 32767, (-32768,)) for _ in range(3)]
+    acc = [] if cut else [draw(rng, -32767, 32767, (-32768,)) for _ in range(3)]
     volt = draw(rng, 0, 2046, (2047,))
     tx = draw(rng, 0, 30, (31,))
     mov = draw(rng, 0, 254, (255,))
@@ -246,6 +247,9 @@ def ruuvi5(rng: random.Random) -> Advert:
         ruuvi_put(truth, "movement", mov)
     if seq != 65535:
         truth.ids[V.ID_RUUVI] = seq
+    if cut:
+        body = struct.pack(">BhHHHBH", 0xC5, t, h, p, (volt << 5) | tx, mov, seq) + mac_bytes(addr)
+        return Advert("ruuvic5", addr, FLAGS + manufacturer(0x0499, body), None, truth)
     body = struct.pack(">BhHHhhhHBH", 5, t, h, p, *acc, (volt << 5) | tx, mov, seq) + mac_bytes(addr)
     return Advert("ruuvi5", addr, FLAGS + manufacturer(0x0499, body), None, truth)
 
@@ -355,6 +359,7 @@ def atc1441(rng: random.Random) -> Advert:
 
 GENERATORS = {
     "bthome": bthome_plain, "bthome-encrypted": bthome_encrypted, "ruuvi5": ruuvi5,
+    "ruuvic5": lambda rng: ruuvi5(rng, cut=True),
     "ruuvi6": ruuvi6, "ruuvie1": ruuvie1, "pvvx": pvvx, "atc1441": atc1441,
 }
 

@@ -23,9 +23,12 @@ def _bthome(hex_objects: str, expect: dict, ids=None, events=(), sources=None, a
     return Advert("bthome", addr, FLAGS + service_data(0xFCD2, body), None, _values(expect, sources, ids, events))
 
 
-def _ruuvi(hex_body: str, expect: dict, seq=None) -> Advert:
-    return Advert("ruuvi5", "CB:B8:33:4C:88:4F", FLAGS + manufacturer(0x0499, bytes.fromhex(hex_body)), None,
-                  _values(expect, ids={} if seq is None else {V.ID_RUUVI: seq}))
+def _ruuvi(hex_body: str, expect: dict, seq=None, fmt="ruuvi5") -> Advert:
+    """A Ruuvi vector; the specification's "XX" (reserved, any value) is sent as AA."""
+    body = bytes.fromhex(hex_body.replace("X", "A"))
+    return Advert(fmt, "CB:B8:33:4C:88:4F", FLAGS + manufacturer(0x0499, body), None,
+                  _values({V.RUUVI_FIELDS[k][0]: (v, V.RUUVI_FIELDS[k][1]) for k, v in expect.items()},
+                          ids={} if seq is None else {V.ID_RUUVI: seq}))
 
 
 VECTORS: list[tuple[str, Advert]] = [
@@ -71,24 +74,46 @@ VECTORS: list[tuple[str, Advert]] = [
         _values({"temperature/temperature": (25.06, "°C"), "humidity/humidity": (50.55, "%RH")},
                 ids={V.ID_BTHOME_COUNTER: 0x33221100}))),
     # Ruuvi's data format 5 specification: the valid, maximum, minimum and invalid vectors.
-    ("Ruuvi 5 valid", _ruuvi("0512FC5394C37C0004FFFC040CAC364200CDCBB8334C884F", {
-        "temperature/temperature": (24.3, "°C"), "humidity/humidity": (53.49, "%RH"),
-        "pressure/pressure": (1000.44, "hPa"), "acceleration/x": (0.004, "g"),
-        "acceleration/y": (-0.004, "g"), "acceleration/z": (1.036, "g"),
-        "voltage/voltage": (2.977, "V"), "tx_power/tx_power": (4, "dBm"),
-        "movement_count/movement_count": (66, "")}, seq=205)),
-    ("Ruuvi 5 maximum", _ruuvi("057FFFFFFEFFFE7FFF7FFF7FFFFFDEFEFFFECBB8334C884F", {
-        "temperature/temperature": (163.835, "°C"), "humidity/humidity": (163.835, "%RH"),
-        "pressure/pressure": (1155.34, "hPa"), "acceleration/x": (32.767, "g"),
-        "acceleration/y": (32.767, "g"), "acceleration/z": (32.767, "g"),
-        "voltage/voltage": (3.646, "V"), "tx_power/tx_power": (20, "dBm"),
-        "movement_count/movement_count": (254, "")}, seq=65534)),
-    ("Ruuvi 5 minimum", _ruuvi("058001000000008001800180010000000000CBB8334C884F", {
-        "temperature/temperature": (-163.835, "°C"), "humidity/humidity": (0.0, "%RH"),
-        "pressure/pressure": (500.00, "hPa"), "acceleration/x": (-32.767, "g"),
-        "acceleration/y": (-32.767, "g"), "acceleration/z": (-32.767, "g"),
-        "voltage/voltage": (1.6, "V"), "tx_power/tx_power": (-40, "dBm"),
-        "movement_count/movement_count": (0, "")}, seq=0)),
+    ("Ruuvi 5 valid", _ruuvi("0512FC5394C37C0004FFFC040CAC364200CDCBB8334C884F", dict(
+        temperature=24.3, humidity=53.49, pressure=1000.44, acc_x=0.004, acc_y=-0.004, acc_z=1.036,
+        voltage=2.977, tx_power=4, movement=66), seq=205)),
+    ("Ruuvi 5 maximum", _ruuvi("057FFFFFFEFFFE7FFF7FFF7FFFFFDEFEFFFECBB8334C884F", dict(
+        temperature=163.835, humidity=163.835, pressure=1155.34, acc_x=32.767, acc_y=32.767,
+        acc_z=32.767, voltage=3.646, tx_power=20, movement=254), seq=65534)),
+    ("Ruuvi 5 minimum", _ruuvi("058001000000008001800180010000000000CBB8334C884F", dict(
+        temperature=-163.835, humidity=0.0, pressure=500.00, acc_x=-32.767, acc_y=-32.767,
+        acc_z=-32.767, voltage=1.6, tx_power=-40, movement=0), seq=0)),
+    # Ruuvi's data format C5 specification's vectors; the page prints them with a format byte of
+    # 05 (a slip: they are 18 bytes, C5's layout), sent here with C5.
+    ("Ruuvi C5 valid", _ruuvi("C512FC5394C37CAC364200CDCBB8334C884F", dict(
+        temperature=24.3, humidity=53.49, pressure=1000.44, voltage=2.977, tx_power=4, movement=66),
+        seq=205, fmt="ruuvic5")),
+    ("Ruuvi C5 maximum", _ruuvi("C57FFFFFFEFFFEFFDEFEFFFECBB8334C884F", dict(
+        temperature=163.835, humidity=163.835, pressure=1155.34, voltage=3.646, tx_power=20, movement=254),
+        seq=65534, fmt="ruuvic5")),
+    ("Ruuvi C5 minimum", _ruuvi("C58001000000000000000000CBB8334C884F", dict(
+        temperature=-163.835, humidity=0.0, pressure=500.00, voltage=1.6, tx_power=-40, movement=0),
+        seq=0, fmt="ruuvic5")),
+    # Ruuvi's data format 6 specification's vectors.
+    ("Ruuvi 6 valid", _ruuvi("06170C5668C79E007000C90501D9XXCD004C884F", dict(
+        temperature=29.5, humidity=55.3, pressure=1011.02, pm2_5=11.2, co2=201, voc=10, nox=2,
+        illuminance=13026.67), seq=205, fmt="ruuvi6")),
+    ("Ruuvi 6 maximum", _ruuvi("067FFF9C40FFFE27109C40FAFAFEXXFF074C8F4F", dict(
+        temperature=163.835, humidity=100.0, pressure=1155.34, pm2_5=1000.0, co2=40000, voc=500,
+        nox=500, illuminance=65535.00), seq=255, fmt="ruuvi6")),
+    ("Ruuvi 6 minimum", _ruuvi("0680010000000000000000000000XX00004C884F", dict(
+        temperature=-163.835, humidity=0.0, pressure=500.00, pm2_5=0.0, co2=0, voc=0, nox=0,
+        illuminance=0.0), seq=0, fmt="ruuvi6")),
+    # Ruuvi's data format E1 specification's vectors.
+    ("Ruuvi E1 valid", _ruuvi("E1170C5668C79E0065007004BD11CA00C90A0213E0ACXXXXXXDECDEE01XXXXXXXXXXCBB8334C884F", dict(
+        temperature=29.5, humidity=55.3, pressure=1011.02, pm1=10.1, pm2_5=11.2, pm4=121.3, pm10=455.4,
+        co2=201, voc=20, nox=4, illuminance=13027.00), seq=14601710, fmt="ruuvie1")),
+    ("Ruuvi E1 maximum", _ruuvi("E17FFF9C40FFFE27102710271027109C40FAFADC28F0XXXXXXFFFFFE3FXXXXXXXXXXCBB8334C884F", dict(
+        temperature=163.835, humidity=100.0, pressure=1155.34, pm1=1000.0, pm2_5=1000.0, pm4=1000.0,
+        pm10=1000.0, co2=40000, voc=500, nox=500, illuminance=144284.00), seq=16777214, fmt="ruuvie1")),
+    ("Ruuvi E1 minimum", _ruuvi("E1800100000000000000000000000000000000000000XXXXXX0000000XXXXXXXXXXXCBB8334C884F", dict(
+        temperature=-163.835, humidity=0.0, pressure=500.00, pm1=0.0, pm2_5=0.0, pm4=0.0, pm10=0.0,
+        co2=0, voc=0, nox=0, illuminance=0.0), seq=0, fmt="ruuvie1")),
     # pvvx custom and ATC1441: packets laid out by hand after the firmware READMEs' structures
     # (pvvx: reversed MAC, int16 0.01 °C, uint16 0.01 %, uint16 mV, uint8 %, counter, flags, all
     # little endian; ATC1441: MAC, int16 0.1 °C, uint8 %, uint8 %, uint16 mV, counter, big endian).
@@ -178,8 +203,14 @@ def _table_vectors() -> list[tuple[str, Advert]]:
 
 VECTORS += _table_vectors()
 
-# Ruuvi's "invalid" vector: every field "not available", so nothing is published.
-RUUVI_INVALID = _ruuvi("058000FFFFFFFF800080008000FFFFFFFFFFFFFFFFFFFFFF", {})
+# Ruuvi's "invalid" vectors: every field "not available", so no reading is published (format
+# 6's sequence has no such value: 255 is a count).
+RUUVI_INVALID = [
+    ("Ruuvi 5 invalid", _ruuvi("058000FFFFFFFF800080008000FFFFFFFFFFFFFFFFFFFFFF", {})),
+    ("Ruuvi C5 invalid", _ruuvi("C58000FFFFFFFFFFFFFFFFFFFFFFFFFFFFFF", {}, fmt="ruuvic5")),
+    ("Ruuvi 6 invalid", _ruuvi("068000FFFFFFFFFFFFFFFFFFFFFFXXFFFFFFFFFF", {}, seq=255, fmt="ruuvi6")),
+    ("Ruuvi E1 invalid", _ruuvi("E18000FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFXXXXXXFFFFFFFEXXXXXXXXXXFFFFFFFFFFFF", {}, fmt="ruuvie1")),
+]
 
 # The encryption example's plain objects and nonce parts, to check the generator's encryption.
 BTHOME_ENCRYPTION_EXAMPLE = {

@@ -150,7 +150,7 @@ def published(key: str) -> bool:
 # Our format names in the `formats` list, by the generator's format.
 FORMAT_NAMES = {
     "bthome": "bthome", "bthome-encrypted": "bthome",
-    "ruuvi5": "ruuvi", "ruuvi6": "ruuvi", "ruuvie1": "ruuvi",
+    "ruuvi5": "ruuvi", "ruuvic5": "ruuvi", "ruuvi6": "ruuvi", "ruuvie1": "ruuvi",
     "pvvx": "pvvx", "atc1441": "atc1441",
 }
 
