@@ -95,7 +95,7 @@ def ours_from_json(text: str) -> Decoded:
             out.values[f"{reading.get('sensor')}/{name}"] = Value(f.get("value"), f.get("unit") or "", 0.0)
     for e in doc.get("events", []):
         out.events.append((e.get("sensor"), e.get("event"), e.get("steps")))
-    for key in (V.ID_BTHOME, V.ID_RUUVI, V.ID_THERMOMETER):
+    for key in (V.ID_BTHOME, V.ID_RUUVI, V.ID_THERMOMETER, V.ID_UNKNOWN_OBJECT):
         if key in doc:
             out.ids[key] = doc[key]
     out.formats = doc.get("formats", [])

@@ -97,6 +97,14 @@ def bthome_object(rng: random.Random, oid: int) -> tuple[bytes, callable]:
     if oid == 0x3A:
         code = rng.choice([0x00, *V.BTHOME_BUTTON_EVENTS])
         return bytes([oid, code]), (lambda d, key: d.events.append((key, V.BTHOME_BUTTON_EVENTS[code], None))) if code else (lambda d, key: None)
+    if oid == 0x3B:
+        # A length byte (low 5 bits: the arguments' length), the opcode, the arguments; step up
+        # and step down with one argument byte are that many steps.
+        opcode = rng.choice(list(V.BTHOME_COMMAND_EVENTS))
+        args = bytes(rng.randrange(256) for _ in range(rng.choice((0, 1, 1, 2))))
+        steps = args[0] if opcode in (0x03, 0x04) and len(args) == 1 else None
+        return (bytes([oid, len(args), opcode]) + args,
+                lambda d, key: d.events.append((key, V.BTHOME_COMMAND_EVENTS[opcode], steps)))
     if oid == 0x3C:
         code = rng.choice([0x00, *V.BTHOME_DIMMER_EVENTS])
         steps = rng.randrange(256)
@@ -111,11 +119,15 @@ def bthome_kind(oid: int) -> str:
         return V.BTHOME_SENSORS[oid][0]
     if oid in V.BTHOME_BINARY:
         return V.BTHOME_BINARY[oid]
-    return {0x50: "timestamp", 0x53: "text", 0x54: "raw", 0x3A: "button", 0x3C: "dimmer"}.get(oid, "")
+    return {0x50: "timestamp", 0x53: "text", 0x54: "raw", 0x3A: "button", 0x3B: "command",
+            0x3C: "dimmer"}.get(oid, "")
 
 
+EVENT_OBJECTS = (0x3A, 0x3B, 0x3C)
 ALL_OBJECTS = sorted([*V.BTHOME_SENSORS, *V.BTHOME_BINARY, *V.BTHOME_TIMESTAMP, *V.BTHOME_TEXT,
-                      *V.BTHOME_RAW, 0x3A, 0x3C, *V.BTHOME_DEVICE_INFO])
+                      *V.BTHOME_RAW, *EVENT_OBJECTS, *V.BTHOME_DEVICE_INFO])
+# Ids the specification does not define: a receiver stops parsing at one (it cannot know its size).
+UNDEFINED_OBJECTS = sorted(set(range(256)) - set(ALL_OBJECTS) - {0x00})
 
 
 def bthome_payload(rng: random.Random, room: int, truth: Decoded) -> bytes:
@@ -145,11 +157,17 @@ def bthome_payload(rng: random.Random, room: int, truth: Decoded) -> bytes:
             counts[kind] = counts.get(kind, 0) + 1
             n = counts[kind]
             name = kind if n == 1 else f"{kind}_{n}"
-            if oid in (0x3A, 0x3C):
+            if oid in EVENT_OBJECTS:
                 expect(truth, name)
             else:
                 expect(truth, f"{kind}/{name}")
                 truth.sources[f"{kind}/{name}"] = oid
+    # Now and then an object of an id the specification does not define (yet), and whatever
+    # bytes follow it: what came before is decoded, nothing after.
+    if rng.random() < 0.1 and len(payload) < room:
+        unknown = rng.choice(UNDEFINED_OBJECTS)
+        payload += bytes([unknown]) + bytes(rng.randrange(256) for _ in range(rng.randint(0, min(3, room - len(payload) - 1))))
+        truth.ids[V.ID_UNKNOWN_OBJECT] = unknown
     return payload
 
 

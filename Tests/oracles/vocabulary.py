@@ -94,6 +94,8 @@ BTHOME_BUTTON_EVENTS = {0x01: "press", 0x02: "double_press", 0x03: "triple_press
                         0x04: "long_press", 0x05: "long_double_press",
                         0x06: "long_triple_press", 0x80: "hold_press"}
 BTHOME_DIMMER_EVENTS = {0x01: "rotate_left", 0x02: "rotate_right"}
+# Command (0x3B) opcodes.
+BTHOME_COMMAND_EVENTS = {0x00: "off", 0x01: "on", 0x02: "toggle", 0x03: "step_up", 0x04: "step_down"}
 # Device information objects: no reading (device type id, firmware version in 4 or 3 bytes).
 BTHOME_DEVICE_INFO = {0xF0: 2, 0xF1: 4, 0xF2: 3}
 
@@ -133,6 +135,9 @@ THERMOMETER_FIELDS = {
 # the nonce, for replay protection) is printed as "counter" too.
 ID_BTHOME, ID_RUUVI, ID_THERMOMETER = "packet_id", "sequence", "counter"
 ID_BTHOME_COUNTER = "counter"
+# The first object id of a BTHome payload that the specification does not define (the parse
+# stops there), as collectord prints it.
+ID_UNKNOWN_OBJECT = "unknown_object_id"
 
 # What the specifications define and collectord deliberately does not publish, as our keys (a
 # BTHome key's "_2", "_3" … included): BTHome's text and raw objects (no fixed name for their
@@ -225,7 +230,7 @@ THEENGS_THERMOMETER = {
 # disagreement with that oracle ("not covered"). Anything else one side has and the other lacks
 # is reported.
 NOT_COVERED = {
-    "bthome-ble": {"ids": {ID_BTHOME_COUNTER}, "keys": set()},
+    "bthome-ble": {"ids": {ID_BTHOME_COUNTER, ID_UNKNOWN_OBJECT}, "keys": set()},
     "ruuvitag-ble": {"ids": {ID_RUUVI}, "keys": {"tx_power/tx_power"}},
     "atc-ble": {"ids": {ID_THERMOMETER}, "keys": set()},
     "theengs": {"ids": {ID_THERMOMETER}, "keys": set()},
