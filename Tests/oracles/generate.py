@@ -46,6 +46,24 @@ def service_data(uuid16: int, body: bytes) -> bytes:
     return ad(0x16, struct.pack("<H", uuid16) + body)
 
 
+def framed(rng: random.Random, structure: bytes) -> bytes:
+    """The format's AD structure as a device may send it: mostly after the Flags structure, but
+    sometimes without it (a scan response), with a short Complete Local Name before or after it
+    where the 31 bytes leave room, or padded with zeros to 31 bytes (a zero length ends the
+    data, the Core Specification's "non-significant part")."""
+    parts = [structure]
+    if rng.random() < 0.85:
+        parts.insert(0, FLAGS)
+    room = LEGACY_MAX - sum(map(len, parts))
+    if rng.random() < 0.2 and room >= 3:
+        name = "".join(rng.choice("ABCXYZ-0123") for _ in range(rng.randint(1, min(8, room - 2))))
+        parts.insert(rng.randrange(len(parts) + 1), ad(0x09, name.encode()))
+    data = b"".join(parts)
+    if rng.random() < 0.1 and len(data) < LEGACY_MAX:
+        data += bytes(LEGACY_MAX - len(data))
+    return data
+
+
 def address(rng: random.Random, prefix: bytes = b"") -> str:
     raw = prefix + bytes(rng.randrange(256) for _ in range(6 - len(prefix)))
     return ":".join(f"{b:02X}" for b in raw)
@@ -187,7 +205,7 @@ def bthome_plain(rng: random.Random) -> Advert:
     while truth.empty():   # every advertisement says something (a lone "no event" says nothing)
         truth = Decoded()
         payload = bthome_payload(rng, room, truth)
-    return Advert("bthome", addr, FLAGS + service_data(0xFCD2, head + payload), None, truth)
+    return Advert("bthome", addr, framed(rng, service_data(0xFCD2, head + payload)), None, truth)
 
 
 def bthome_encrypt(key: bytes, mac: bytes, info: int, counter: bytes, plain: bytes) -> bytes:
@@ -213,7 +231,7 @@ def bthome_encrypted(rng: random.Random) -> Advert:
         payload = bthome_payload(rng, room, truth)
     truth.ids[V.ID_BTHOME_COUNTER] = int.from_bytes(counter, "little")
     body = head + bthome_encrypt(key, mac_bytes(addr), info, counter, payload)
-    return Advert("bthome-encrypted", addr, FLAGS + service_data(0xFCD2, body), key, truth)
+    return Advert("bthome-encrypted", addr, framed(rng, service_data(0xFCD2, body)), key, truth)
 
 
 # --- RuuviTag -------------------------------------------------------------------------------
@@ -267,9 +285,9 @@ def ruuvi5(rng: random.Random, cut: bool = False) -> Advert:
         truth.ids[V.ID_RUUVI] = seq
     if cut:
         body = struct.pack(">BhHHHBH", 0xC5, t, h, p, (volt << 5) | tx, mov, seq) + mac_bytes(addr)
-        return Advert("ruuvic5", addr, FLAGS + manufacturer(0x0499, body), None, truth)
+        return Advert("ruuvic5", addr, framed(rng, manufacturer(0x0499, body)), None, truth)
     body = struct.pack(">BhHHhhhHBH", 5, t, h, p, *acc, (volt << 5) | tx, mov, seq) + mac_bytes(addr)
-    return Advert("ruuvi5", addr, FLAGS + manufacturer(0x0499, body), None, truth)
+    return Advert("ruuvi5", addr, framed(rng, manufacturer(0x0499, body)), None, truth)
 
 
 def ruuvi6(rng: random.Random) -> Advert:
@@ -300,7 +318,7 @@ def ruuvi6(rng: random.Random) -> Advert:
     flags = calibrating | (reserved_flags << 1) | ((voc & 1) << 6) | ((nox & 1) << 7)
     # Byte 14 is reserved (0xFF); an earlier revision of the format had the sound level there.
     body = struct.pack(">BhHHHHBBBBBB", 6, t, h, p, pm25, co2, voc >> 1, nox >> 1, lumi, 0xFF, seq, flags) + mac_bytes(addr)[3:]
-    return Advert("ruuvi6", addr, FLAGS + manufacturer(0x0499, body), None, truth)
+    return Advert("ruuvi6", addr, framed(rng, manufacturer(0x0499, body)), None, truth)
 
 
 def ruuvie1(rng: random.Random) -> Advert:
@@ -330,7 +348,7 @@ def ruuvie1(rng: random.Random) -> Advert:
     body = (struct.pack(">BhHHHHHHHBB", 0xE1, t, h, p, *pms, co2, voc >> 1, nox >> 1)
             + lumi.to_bytes(3, "big") + b"\xff\xff\xff" + seq.to_bytes(3, "big") + bytes([flags])
             + b"\xff" * 5 + mac_bytes(addr))
-    return Advert("ruuvie1", addr, FLAGS + manufacturer(0x0499, body), None, truth)
+    return Advert("ruuvie1", addr, framed(rng, manufacturer(0x0499, body)), None, truth)
 
 
 # --- pvvx custom and ATC1441 (service data 0x181A) -------------------------------------------
@@ -354,7 +372,7 @@ def pvvx(rng: random.Random) -> Advert:
     put("battery", batt)
     truth.ids[V.ID_THERMOMETER] = counter
     body = mac_bytes(addr)[::-1] + struct.pack("<hHHBBB", t, h, mv, batt, counter, flags)
-    return Advert("pvvx", addr, FLAGS + service_data(0x181A, body), None, truth)
+    return Advert("pvvx", addr, framed(rng, service_data(0x181A, body)), None, truth)
 
 
 def atc1441(rng: random.Random) -> Advert:
@@ -372,7 +390,7 @@ def atc1441(rng: random.Random) -> Advert:
     put("voltage", mv / 1000)
     truth.ids[V.ID_THERMOMETER] = counter
     body = mac_bytes(addr) + struct.pack(">hBBHB", t, h, batt, mv, counter)
-    return Advert("atc1441", addr, FLAGS + service_data(0x181A, body), None, truth)
+    return Advert("atc1441", addr, framed(rng, service_data(0x181A, body)), None, truth)
 
 
 GENERATORS = {
