@@ -36,6 +36,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -103,16 +104,33 @@ def ours_from_json(text: str) -> Decoded:
     return out
 
 
-def run_collectord(binary: str, adverts: list) -> list[Decoded]:
-    """Every advertisement through one `collectord decode --advert-batch`."""
-    lines = [a.line() for a in adverts]
-    proc = subprocess.run([binary, "decode", "--advert-batch"], input="\n".join(lines) + "\n",
-                          capture_output=True, text=True, timeout=300)
-    out = proc.stdout.splitlines()
-    if proc.returncode != 0 or len(out) != len(lines):
-        sys.exit(f"compare: `{binary} decode --advert-batch` exited {proc.returncode} with {len(out)} lines "
-                 f"for {len(lines)}; its stderr:\n{proc.stderr[-2000:]}")
-    return [ours_from_json(t) for t in out]
+class Collectord:
+    """Every advertisement through one `collectord decode --advert-batch`, started before the
+    oracles run and read after them, so that the two decode at the same time. Input and output
+    go through files: nothing has to be read while the oracles' processes work."""
+
+    def __init__(self, binary: str, adverts: list):
+        self.binary, self.count, self.started = binary, len(adverts), time.monotonic()
+        self.stdin, self.stdout, self.stderr = (tempfile.TemporaryFile("w+") for _ in range(3))
+        self.stdin.write("".join(a.line() + "\n" for a in adverts))
+        self.stdin.seek(0)
+        self.proc = subprocess.Popen([binary, "decode", "--advert-batch"], stdin=self.stdin, stdout=self.stdout,
+                                     stderr=self.stderr, text=True)
+
+    def results(self) -> list[Decoded]:
+        try:
+            code = self.proc.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            sys.exit(f"compare: `{self.binary} decode --advert-batch` took more than 300 s")
+        self.seconds = time.monotonic() - self.started
+        self.stdout.seek(0)
+        out = self.stdout.read().splitlines()
+        if code != 0 or len(out) != self.count:
+            self.stderr.seek(0)
+            sys.exit(f"compare: `{self.binary} decode --advert-batch` exited {code} with {len(out)} lines "
+                     f"for {self.count}; its stderr:\n{self.stderr.read()[-2000:]}")
+        return [ours_from_json(t) for t in out]
 
 
 def published_only(d: Decoded) -> Decoded:
@@ -313,6 +331,9 @@ def main() -> int:
     for fmt in formats:
         ADVERTS[fmt] = generate(fmt, args.count, args.seed)
     generated = time.monotonic()
+    if args.collectord:
+        chosen = vectors_for(formats)
+        collectord = Collectord(args.collectord, [a for fmt in formats for a in ADVERTS[fmt]] + [a for _, a in chosen])
     oracle_results = decode_with_oracles(formats, args.jobs)
     decoded = time.monotonic()
     print(f"{args.count} advertisements per format, seed {args.seed}: generated in {generated - started:.1f} s, "
@@ -321,10 +342,8 @@ def main() -> int:
     if args.self_check:
         ok &= self_check(formats, oracle_results)
     if args.collectord:
-        t = time.monotonic()
-        chosen = vectors_for(formats)
-        decoded_all = run_collectord(args.collectord, [a for fmt in formats for a in ADVERTS[fmt]] + [a for _, a in chosen])
-        print(f"collectord decoded {len(decoded_all)} advertisements in {time.monotonic() - t:.1f} s")
+        decoded_all = collectord.results()
+        print(f"collectord decoded {len(decoded_all)} advertisements in {collectord.seconds:.1f} s, beside the oracles")
         ours, i = {}, 0
         for fmt in formats:
             ours[fmt] = decoded_all[i:i + len(ADVERTS[fmt])]
