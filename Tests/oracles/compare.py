@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import copy
+import io
 import json
 import multiprocessing
 import os
@@ -117,7 +119,8 @@ class Collectord:
         self.proc = subprocess.Popen([binary, "decode", "--advert-batch"], stdin=self.stdin, stdout=self.stdout,
                                      stderr=self.stderr, text=True)
 
-    def results(self) -> list[Decoded]:
+    def results(self) -> list[str]:
+        """collectord's JSON lines, in the advertisements' order."""
         try:
             code = self.proc.wait(timeout=300)
         except subprocess.TimeoutExpired:
@@ -130,7 +133,7 @@ class Collectord:
             self.stderr.seek(0)
             sys.exit(f"compare: `{self.binary} decode --advert-batch` exited {code} with {len(out)} lines "
                      f"for {self.count}; its stderr:\n{self.stderr.read()[-2000:]}")
-        return [ours_from_json(t) for t in out]
+        return out
 
 
 def published_only(d: Decoded) -> Decoded:
@@ -170,9 +173,16 @@ def report_line(label: str, d: Decoded) -> str:
     return f"      {label:13} {json.dumps(d.brief(), ensure_ascii=False, default=str)}"
 
 
-def compare_collectord(formats, oracle_results, ours_results, show) -> bool:
-    ok = True
-    for fmt in formats:
+COMPARED: dict = {}   # "oracles", "ours": set before the comparing processes fork
+
+
+def compare_format(task: tuple) -> tuple[bool, str]:
+    """One format's comparison of collectord with the oracles and the specification: whether
+    every packet agreed, and the report's text."""
+    fmt, show = task
+    oracle_results, ours_results = COMPARED["oracles"], COMPARED["ours"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
         adverts = ADVERTS[fmt]
         names = oracles_for(fmt)
         agreed, shown = 0, 0
@@ -181,7 +191,7 @@ def compare_collectord(formats, oracle_results, ours_results, show) -> bool:
         vs_generator = 0
         classes: collections.Counter = collections.Counter()
         for i, advert in enumerate(adverts):
-            ours = ours_results[fmt][i]
+            ours = ours_from_json(ours_results[fmt][i])
             problems = [p for p in format_checks(fmt, advert, ours)]
             classes.update(f"{p.split(':')[0]}: wrong" for p in problems)
             for o in names:
@@ -211,7 +221,7 @@ def compare_collectord(formats, oracle_results, ours_results, show) -> bool:
                     print(report_line("specification", advert.truth))
             else:
                 agreed += 1
-        ok &= agreed == len(adverts)
+        ok = agreed == len(adverts)
         per = "".join(f"{o} disagrees on {n}; " for o, n in vs_oracle.items())
         against = ", ".join(names) + " and " if names else "no other parser (none decodes it), only "
         print(f"{fmt}: {len(adverts)} compared with {against}the specification; {agreed} agreed "
@@ -220,7 +230,21 @@ def compare_collectord(formats, oracle_results, ours_results, show) -> bool:
             print(f"    disagreement {name}: {n} times")
         for name, n in sorted(explained.items()):
             print(f"    oracle finding {name}: {n} packets (not counted against collectord)")
-    return ok
+    return ok, out.getvalue()
+
+
+def compare_collectord(formats, oracle_results, ours_results, show, jobs) -> bool:
+    """Every format's comparison, the formats in parallel."""
+    COMPARED.update(oracles=oracle_results, ours=ours_results)
+    tasks = [(fmt, show) for fmt in formats]
+    if jobs > 1:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            done = pool.map(compare_format, tasks, chunksize=1)
+    else:
+        done = [compare_format(t) for t in tasks]
+    for _, text in done:
+        print(text, end="")
+    return all(ok for ok, _ in done)
 
 
 def vectors_for(formats: list[str]) -> list:
@@ -348,8 +372,8 @@ def main() -> int:
         for fmt in formats:
             ours[fmt] = decoded_all[i:i + len(ADVERTS[fmt])]
             i += len(ADVERTS[fmt])
-        ok &= compare_vectors(chosen, decoded_all[i:])
-        ok &= compare_collectord(formats, oracle_results, ours, args.show)
+        ok &= compare_vectors(chosen, [ours_from_json(t) for t in decoded_all[i:]])
+        ok &= compare_collectord(formats, oracle_results, ours, args.show, args.jobs)
     print(f"{'all agree' if ok else 'DISAGREEMENTS'} ({time.monotonic() - started:.1f} s)")
     return 0 if ok else 1
 
