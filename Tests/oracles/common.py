@@ -52,7 +52,9 @@ def tolerance(a: Value, b: Value) -> float:
 
 def same_value(a: Value, b: Value) -> bool:
     if isinstance(a.value, bool) or isinstance(b.value, bool):
-        return isinstance(a.value, (bool, int)) and isinstance(b.value, (bool, int)) and bool(a.value) == bool(b.value)
+        # A binary state: a boolean, or the number 0 or 1 (collectord publishes numbers).
+        flag = lambda v: v if isinstance(v, bool) else (v == 1 if isinstance(v, (int, float)) and v in (0, 1) else None)
+        return flag(a.value) is not None and flag(a.value) == flag(b.value)
     if isinstance(a.value, str) or isinstance(b.value, str):
         return a.value == b.value
     x, y = float(a.value), float(b.value)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import vocabulary as V
 from common import Diff
 
 
@@ -23,7 +24,7 @@ class Finding:
 def _theengs_acceleration(d: Diff, advert) -> bool:
     if not d.key.startswith("acceleration/") or d.ours is None or d.theirs is None:
         return False
-    return abs(float(d.ours.value) - 10 * float(d.theirs.value)) <= 1e-6 * max(1.0, abs(float(d.ours.value))) + 0.011
+    return abs(float(d.ours.value) - 10 * float(d.theirs.value)) <= 1e-6 * max(1.0, abs(float(d.ours.value)))
 
 
 def _ruuvi_axes_together(d: Diff, advert) -> bool:
@@ -32,16 +33,16 @@ def _ruuvi_axes_together(d: Diff, advert) -> bool:
 
 
 def _ruuvi_movement_na(d: Diff, advert) -> bool:
-    return d.key == "movement/movement" and d.theirs is not None and d.theirs.value == 255 and (
+    return d.key == V.RUUVI_FIELDS["movement"][0] and d.theirs is not None and d.theirs.value == 255 and (
         d.ours is None or d.ours.value == 255)
 
 
 def _theengs_tx(d: Diff, advert) -> bool:
-    return d.key == "tx_power/tx_power" and d.theirs is None and d.ours is not None
+    return d.key == V.RUUVI_FIELDS["tx_power"][0] and d.theirs is None and d.ours is not None
 
 
 def _theengs_voltage(d: Diff, advert) -> bool:
-    return d.key == "voltage/voltage" and (d.ours is None) != (d.theirs is None)
+    return d.key == V.RUUVI_FIELDS["voltage"][0] and (d.ours is None) != (d.theirs is None)
 
 
 FINDINGS = [

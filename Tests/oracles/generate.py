@@ -22,7 +22,7 @@ from common import Decoded, Value
 
 FLAGS = bytes.fromhex("020106")
 LEGACY_MAX = 31
-FORMATS = ("bthome", "bthome-encrypted", "ruuvi5", "ruuvi6", "ruuvie1", "pvvx", "atc1441")
+FORMATS = ("bthome", "bthome-encrypted", "ruuvi5", "ruuvic5", "ruuvi6", "ruuvie1", "pvvx", "atc1441")
 
 
 @dataclass
@@ -44,6 +44,24 @@ def ad(ad_type: int, body: bytes) -> bytes:
 
 def service_data(uuid16: int, body: bytes) -> bytes:
     return ad(0x16, struct.pack("<H", uuid16) + body)
+
+
+def framed(rng: random.Random, structure: bytes) -> bytes:
+    """The format's AD structure as a device may send it: mostly after the Flags structure, but
+    sometimes without it (a scan response), with a short Complete Local Name before or after it
+    where the 31 bytes leave room, or padded with zeros to 31 bytes (a zero length ends the
+    data, the Core Specification's "non-significant part")."""
+    parts = [structure]
+    if rng.random() < 0.85:
+        parts.insert(0, FLAGS)
+    room = LEGACY_MAX - sum(map(len, parts))
+    if rng.random() < 0.2 and room >= 3:
+        name = "".join(rng.choice("ABCXYZ-0123") for _ in range(rng.randint(1, min(8, room - 2))))
+        parts.insert(rng.randrange(len(parts) + 1), ad(0x09, name.encode()))
+    data = b"".join(parts)
+    if rng.random() < 0.1 and len(data) < LEGACY_MAX:
+        data += bytes(LEGACY_MAX - len(data))
+    return data
 
 
 def address(rng: random.Random, prefix: bytes = b"") -> str:
@@ -97,6 +115,14 @@ def bthome_object(rng: random.Random, oid: int) -> tuple[bytes, callable]:
     if oid == 0x3A:
         code = rng.choice([0x00, *V.BTHOME_BUTTON_EVENTS])
         return bytes([oid, code]), (lambda d, key: d.events.append((key, V.BTHOME_BUTTON_EVENTS[code], None))) if code else (lambda d, key: None)
+    if oid == 0x3B:
+        # A length byte (low 5 bits: the arguments' length), the opcode, the arguments; step up
+        # and step down with one argument byte are that many steps.
+        opcode = rng.choice(list(V.BTHOME_COMMAND_EVENTS))
+        args = bytes(rng.randrange(256) for _ in range(rng.choice((0, 1, 1, 2))))
+        steps = args[0] if opcode in (0x03, 0x04) and len(args) == 1 else None
+        return (bytes([oid, len(args), opcode]) + args,
+                lambda d, key: d.events.append((key, V.BTHOME_COMMAND_EVENTS[opcode], steps)))
     if oid == 0x3C:
         code = rng.choice([0x00, *V.BTHOME_DIMMER_EVENTS])
         steps = rng.randrange(256)
@@ -111,11 +137,15 @@ def bthome_kind(oid: int) -> str:
         return V.BTHOME_SENSORS[oid][0]
     if oid in V.BTHOME_BINARY:
         return V.BTHOME_BINARY[oid]
-    return {0x50: "timestamp", 0x53: "text", 0x54: "raw", 0x3A: "button", 0x3C: "dimmer"}.get(oid, "")
+    return {0x50: "timestamp", 0x53: "text", 0x54: "raw", 0x3A: "button", 0x3B: "command",
+            0x3C: "dimmer"}.get(oid, "")
 
 
+EVENT_OBJECTS = (0x3A, 0x3B, 0x3C)
 ALL_OBJECTS = sorted([*V.BTHOME_SENSORS, *V.BTHOME_BINARY, *V.BTHOME_TIMESTAMP, *V.BTHOME_TEXT,
-                      *V.BTHOME_RAW, 0x3A, 0x3C, *V.BTHOME_DEVICE_INFO])
+                      *V.BTHOME_RAW, *EVENT_OBJECTS, *V.BTHOME_DEVICE_INFO])
+# Ids the specification does not define: a receiver stops parsing at one (it cannot know its size).
+UNDEFINED_OBJECTS = sorted(set(range(256)) - set(ALL_OBJECTS) - {0x00})
 
 
 def bthome_payload(rng: random.Random, room: int, truth: Decoded) -> bytes:
@@ -145,11 +175,17 @@ def bthome_payload(rng: random.Random, room: int, truth: Decoded) -> bytes:
             counts[kind] = counts.get(kind, 0) + 1
             n = counts[kind]
             name = kind if n == 1 else f"{kind}_{n}"
-            if oid in (0x3A, 0x3C):
+            if oid in EVENT_OBJECTS:
                 expect(truth, name)
             else:
                 expect(truth, f"{kind}/{name}")
                 truth.sources[f"{kind}/{name}"] = oid
+    # Now and then an object of an id the specification does not define (yet), and whatever
+    # bytes follow it: what came before is decoded, nothing after.
+    if rng.random() < 0.1 and len(payload) < room:
+        unknown = rng.choice(UNDEFINED_OBJECTS)
+        payload += bytes([unknown]) + bytes(rng.randrange(256) for _ in range(rng.randint(0, min(3, room - len(payload) - 1))))
+        truth.ids[V.ID_UNKNOWN_OBJECT] = unknown
     return payload
 
 
@@ -169,7 +205,7 @@ def bthome_plain(rng: random.Random) -> Advert:
     while truth.empty():   # every advertisement says something (a lone "no event" says nothing)
         truth = Decoded()
         payload = bthome_payload(rng, room, truth)
-    return Advert("bthome", addr, FLAGS + service_data(0xFCD2, head + payload), None, truth)
+    return Advert("bthome", addr, framed(rng, service_data(0xFCD2, head + payload)), None, truth)
 
 
 def bthome_encrypt(key: bytes, mac: bytes, info: int, counter: bytes, plain: bytes) -> bytes:
@@ -193,8 +229,9 @@ def bthome_encrypted(rng: random.Random) -> Advert:
     while len(payload) < 2 or truth.empty():   # the specification's shortest encrypted payload
         truth = Decoded()
         payload = bthome_payload(rng, room, truth)
+    truth.ids[V.ID_BTHOME_COUNTER] = int.from_bytes(counter, "little")
     body = head + bthome_encrypt(key, mac_bytes(addr), info, counter, payload)
-    return Advert("bthome-encrypted", addr, FLAGS + service_data(0xFCD2, body), key, truth)
+    return Advert("bthome-encrypted", addr, framed(rng, service_data(0xFCD2, body)), key, truth)
 
 
 # --- RuuviTag -------------------------------------------------------------------------------
@@ -224,19 +261,20 @@ def manufacturer(company: int, body: bytes) -> bytes:
     return ad(0xFF, struct.pack("<H", company) + body)
 
 
-def ruuvi5(rng: random.Random) -> Advert:
+def ruuvi5(rng: random.Random, cut: bool = False) -> Advert:
+    """Format 5 (RAWv2), or with `cut` format C5: format 5 without the acceleration."""
     addr = address(rng)
     truth = Decoded()
     t, h, p = ruuvi_common(rng, truth)
-    acc = [draw(rng, -32767, 32767, (-32768,)) for _ in range(3)]
+    acc = [] if cut else [draw(rng, -32767, 32767, (-32768,)) for _ in range(3)]
     volt = draw(rng, 0, 2046, (2047,))
     tx = draw(rng, 0, 30, (31,))
     mov = draw(rng, 0, 254, (255,))
     seq = draw(rng, 0, 65534, (65535,))
-    # The specification marks each acceleration axis "not available" on its own.
+    # The specification marks each acceleration axis "not available" on its own; milli-g.
     for name, a in zip(("acc_x", "acc_y", "acc_z"), acc):
         if a != -32768:
-            ruuvi_put(truth, name, a / 1000 * V.STANDARD_GRAVITY)
+            ruuvi_put(truth, name, a / 1000)
     if volt != 2047:
         ruuvi_put(truth, "voltage", (volt + 1600) / 1000)
     if tx != 31:
@@ -245,8 +283,11 @@ def ruuvi5(rng: random.Random) -> Advert:
         ruuvi_put(truth, "movement", mov)
     if seq != 65535:
         truth.ids[V.ID_RUUVI] = seq
+    if cut:
+        body = struct.pack(">BhHHHBH", 0xC5, t, h, p, (volt << 5) | tx, mov, seq) + mac_bytes(addr)
+        return Advert("ruuvic5", addr, framed(rng, manufacturer(0x0499, body)), None, truth)
     body = struct.pack(">BhHHhhhHBH", 5, t, h, p, *acc, (volt << 5) | tx, mov, seq) + mac_bytes(addr)
-    return Advert("ruuvi5", addr, FLAGS + manufacturer(0x0499, body), None, truth)
+    return Advert("ruuvi5", addr, framed(rng, manufacturer(0x0499, body)), None, truth)
 
 
 def ruuvi6(rng: random.Random) -> Advert:
@@ -258,9 +299,9 @@ def ruuvi6(rng: random.Random) -> Advert:
     voc = draw(rng, 0, 500, (511,))
     nox = draw(rng, 0, 500, (511,))
     lumi = draw(rng, 0, 254, (255,))
-    sound = draw(rng, 0, 510, (511,))
     seq = rng.randrange(256)
     calibrating = rng.randrange(2)
+    reserved_flags = rng.randrange(32)   # flags bits 1-5: reserved, "don't care"
     if pm25 != 65535:
         ruuvi_put(truth, "pm2_5", pm25 / 10)
     if co2 != 65535:
@@ -270,14 +311,14 @@ def ruuvi6(rng: random.Random) -> Advert:
     if nox != 511:
         ruuvi_put(truth, "nox", nox)
     if lumi != 255:
-        # Logarithmic code: lux = exp(code × ln(65536)/254) − 1; a reading rounds to whole lux.
-        ruuvi_put(truth, "illuminance", math.exp(lumi * math.log(65536) / 254) - 1, 1.0)
-    if sound != 511:
-        ruuvi_put(truth, "sound", sound / 5 + 18)
+        # Logarithmic code: lux = exp(code × ln(65536)/254) − 1.
+        # The specification lets a decoder round to 0.01 lux.
+        ruuvi_put(truth, "illuminance", math.exp(lumi * math.log(65536) / 254) - 1, 0.01)
     truth.ids[V.ID_RUUVI] = seq
-    flags = calibrating | ((sound & 1) << 4) | ((voc & 1) << 6) | ((nox & 1) << 7)
-    body = struct.pack(">BhHHHHBBBBBB", 6, t, h, p, pm25, co2, voc >> 1, nox >> 1, lumi, sound >> 1, seq, flags) + mac_bytes(addr)[3:]
-    return Advert("ruuvi6", addr, FLAGS + manufacturer(0x0499, body), None, truth)
+    flags = calibrating | (reserved_flags << 1) | ((voc & 1) << 6) | ((nox & 1) << 7)
+    # Byte 14 is reserved (0xFF); an earlier revision of the format had the sound level there.
+    body = struct.pack(">BhHHHHBBBBBB", 6, t, h, p, pm25, co2, voc >> 1, nox >> 1, lumi, 0xFF, seq, flags) + mac_bytes(addr)[3:]
+    return Advert("ruuvi6", addr, framed(rng, manufacturer(0x0499, body)), None, truth)
 
 
 def ruuvie1(rng: random.Random) -> Advert:
@@ -303,11 +344,11 @@ def ruuvie1(rng: random.Random) -> Advert:
         ruuvi_put(truth, "illuminance", lumi / 100)
     if seq != 0xFFFFFF:
         truth.ids[V.ID_RUUVI] = seq
-    flags = rng.randrange(2) | ((voc & 1) << 6) | ((nox & 1) << 7)
+    flags = rng.randrange(2) | (rng.randrange(32) << 1) | ((voc & 1) << 6) | ((nox & 1) << 7)
     body = (struct.pack(">BhHHHHHHHBB", 0xE1, t, h, p, *pms, co2, voc >> 1, nox >> 1)
             + lumi.to_bytes(3, "big") + b"\xff\xff\xff" + seq.to_bytes(3, "big") + bytes([flags])
             + b"\xff" * 5 + mac_bytes(addr))
-    return Advert("ruuvie1", addr, FLAGS + manufacturer(0x0499, body), None, truth)
+    return Advert("ruuvie1", addr, framed(rng, manufacturer(0x0499, body)), None, truth)
 
 
 # --- pvvx custom and ATC1441 (service data 0x181A) -------------------------------------------
@@ -331,7 +372,7 @@ def pvvx(rng: random.Random) -> Advert:
     put("battery", batt)
     truth.ids[V.ID_THERMOMETER] = counter
     body = mac_bytes(addr)[::-1] + struct.pack("<hHHBBB", t, h, mv, batt, counter, flags)
-    return Advert("pvvx", addr, FLAGS + service_data(0x181A, body), None, truth)
+    return Advert("pvvx", addr, framed(rng, service_data(0x181A, body)), None, truth)
 
 
 def atc1441(rng: random.Random) -> Advert:
@@ -349,11 +390,12 @@ def atc1441(rng: random.Random) -> Advert:
     put("voltage", mv / 1000)
     truth.ids[V.ID_THERMOMETER] = counter
     body = mac_bytes(addr) + struct.pack(">hBBHB", t, h, batt, mv, counter)
-    return Advert("atc1441", addr, FLAGS + service_data(0x181A, body), None, truth)
+    return Advert("atc1441", addr, framed(rng, service_data(0x181A, body)), None, truth)
 
 
 GENERATORS = {
     "bthome": bthome_plain, "bthome-encrypted": bthome_encrypted, "ruuvi5": ruuvi5,
+    "ruuvic5": lambda rng: ruuvi5(rng, cut=True),
     "ruuvi6": ruuvi6, "ruuvie1": ruuvie1, "pvvx": pvvx, "atc1441": atc1441,
 }
 

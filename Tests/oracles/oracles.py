@@ -82,6 +82,10 @@ def bthome_ble(advert: Advert) -> Decoded:
             continue
         kind = V.HA_BTHOME_SENSOR_KIND.get(dc, dc)
         unit, factor = unit_of(desc.native_unit_of_measurement)
+        ours = V.BTHOME_KIND_UNITS.get(kind, set())
+        if len(ours) == 1:
+            unit, more = V.convert(unit, next(iter(ours)))
+            factor *= more
         value = plain(sv.native_value)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and factor != 1:
             value = value * factor
@@ -98,7 +102,12 @@ def bthome_ble(advert: Advert) -> Decoded:
     for dk, ev in update.events.items():
         key = str(dk.key)
         device = key.split("_")[0]
-        steps = (ev.event_properties or {}).get("steps")
+        props = ev.event_properties or {}
+        steps = props.get("steps")
+        # A command's arguments come as hex; the specification's table gives step up and step
+        # down a number of steps (one byte), which is what we compare.
+        if device == "command" and ev.event_type in ("step_up", "step_down") and len(props.get("args") or "") == 2:
+            steps = int(props["args"], 16)
         out.events.append((device + ha_suffix(key, device), ev.event_type, steps))
     if not out.values and not out.events and not out.ids:
         out.error = "nothing decoded"
@@ -128,7 +137,9 @@ def ruuvitag_ble(advert: Advert) -> Decoded:
             continue
         unit, factor = unit_of(update.entity_descriptions[dk].native_unit_of_measurement)
         ours, our_unit = V.RUUVI_FIELDS[name]
-        out.values[ours] = Value(sv.native_value * factor, unit, quanta.get(name, 0.0) )
+        unit, more = V.convert(unit, our_unit)
+        factor *= more
+        out.values[ours] = Value(sv.native_value * factor, unit, quanta.get(name, 0.0) * more)
     if not out.values:
         out.error = "nothing decoded"
     return out
@@ -144,8 +155,9 @@ def atc_ble(advert: Advert) -> Decoded:
         if name is None or sv.native_value is None:
             continue
         unit, factor = unit_of(update.entity_descriptions[dk].native_unit_of_measurement)
-        ours, _ = V.THERMOMETER_FIELDS[name]
-        out.values[ours] = Value(sv.native_value * factor, unit, 0.0)
+        ours, our_unit = V.THERMOMETER_FIELDS[name]
+        unit, more = V.convert(unit, our_unit)
+        out.values[ours] = Value(sv.native_value * factor * more, unit, 0.0)
     if not out.values:
         out.error = "nothing decoded"
     return out
@@ -173,7 +185,9 @@ def theengs(advert: Advert) -> Decoded:
     result = json.loads(text)
     for prop, (name, unit) in table.items():
         if prop in result:
-            out.values[fields[name][0]] = Value(result[prop], unit, 0.0)
+            ours, our_unit = fields[name]
+            unit, factor = V.convert(unit, our_unit)
+            out.values[ours] = Value(result[prop] * factor, unit, 0.0)
     for prop, name in ids.items():
         if prop in result:
             out.ids[name] = int(result[prop])
