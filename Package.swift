@@ -129,7 +129,7 @@ let package = Package(
         // share (a broker, a subscriber, the daemon as a process, temporary directories).
         .testTarget(
             name: "ProfilesTests",
-            dependencies: ["Profiles", "TestRandom"]
+            dependencies: ["Profiles", "TestHarness", "TestRandom"]
         ),
         .testTarget(
             name: "LinuxSystemTests",
@@ -145,7 +145,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CiphersTests",
-            dependencies: ["Ciphers", "TestRandom"]
+            dependencies: ["Ciphers", "TestHarness", "TestRandom"]
         ),
         .testTarget(
             name: "ConfigurationTests",

@@ -21,27 +21,8 @@ extension Validator {
         for (index, t) in arrayOfTables(root, "advertisement") {
             let errorsBefore = errors.count
             var scope = Scope(context: "advertisement #\(index + 1)")
+            let name = declarationName(t, "advertisement", &scope, lines: &lines, elsewhere: declared.advertisementFiles)
             checkKeys(t, allowed: Schema.advertisement, scope)
-            var name: String?
-            if let (n, line) = string(t, "name", scope) {
-                if !n.isEmpty, n.utf8.count <= Schema.profileNameMax { scope.context = "advertisement \(quoted(n))" }
-                if n.isEmpty {
-                    report(line, scope.context, "name must not be empty")
-                } else if n.utf8.count > Schema.profileNameMax {
-                    report(line, scope.context, "name must be at most \(Schema.profileNameMax) bytes (got \(n.utf8.count))")
-                } else if !n.utf8.allSatisfy(isTagNameByte) {
-                    report(line, scope.context, "name must contain only \(Schema.tagNameHelp) (got \(quoted(n)))")
-                } else if let first = lines[n] {
-                    report(line, scope.context, "name \(quoted(n)) is already used by the advertisement at line \(first)")
-                } else if let file = declared.advertisementFiles[n] {
-                    report(line, scope.context, "name \(quoted(n)) is already used by an advertisement in \(shown(file))")
-                } else {
-                    lines[n] = line
-                    name = n
-                }
-            } else if t["name"] == nil {
-                report(t.line, scope.context, "missing required key \"name\"")
-            }
             let match = advertisementMatch(t, scope)
             var length: Int?
             if t["length"] != nil {

@@ -77,26 +77,7 @@ extension Validator {
         for (index, t) in arrayOfTables(root, "profile") {
             let errorsBefore = errors.count
             var scope = Scope(context: "profile #\(index + 1)")
-            var name: String?
-            if let (n, line) = string(t, "name", Scope(context: scope.context)) {
-                if n.utf8.count <= Schema.profileNameMax { scope.context = "profile \(quoted(n))" }
-                if n.isEmpty {
-                    report(line, scope.context, "name must not be empty")
-                } else if n.utf8.count > Schema.profileNameMax {
-                    report(line, scope.context, "name must be at most \(Schema.profileNameMax) bytes (got \(n.utf8.count))")
-                } else if !n.utf8.allSatisfy(isTagNameByte) {
-                    report(line, scope.context, "name must contain only \(Schema.tagNameHelp) (got \(quoted(n)))")
-                } else if let first = lines[n] {
-                    report(line, scope.context, "name \(quoted(n)) is already used by the profile at line \(first)")
-                } else if let file = declared.files[n] {
-                    report(line, scope.context, "name \(quoted(n)) is already used by a profile in \(shown(file))")
-                } else {
-                    lines[n] = line
-                    name = n
-                }
-            } else if t["name"] == nil {
-                report(t.line, scope.context, "missing required key \"name\"")
-            }
+            let name = declarationName(t, "profile", &scope, lines: &lines, elsewhere: declared.files)
             checkKeys(t, allowed: Schema.profile, scope)
             let characteristics = declaredCharacteristics(t, scope)
             if let name {
@@ -117,6 +98,32 @@ extension Validator {
                 }
             }
         }
+    }
+
+    /// The `name` of a `[[profile]]` or `[[advertisement]]` (`kind`): its scope named after it,
+    /// unique among those of its kind in this file (`lines`) and the files before (`elsewhere`).
+    mutating func declarationName(_ t: TOMLTable, _ kind: String, _ scope: inout Scope, lines: inout [String: Int],
+                                  elsewhere: [String: String]) -> String? {
+        guard let (n, line) = string(t, "name", Scope(context: scope.context)) else {
+            if t["name"] == nil { report(t.line, scope.context, "missing required key \"name\"") }
+            return nil
+        }
+        if !n.isEmpty, n.utf8.count <= Schema.profileNameMax { scope.context = "\(kind) \(quoted(n))" }
+        if n.isEmpty {
+            report(line, scope.context, "name must not be empty")
+        } else if n.utf8.count > Schema.profileNameMax {
+            report(line, scope.context, "name must be at most \(Schema.profileNameMax) bytes (got \(n.utf8.count))")
+        } else if !n.utf8.allSatisfy(isTagNameByte) {
+            report(line, scope.context, "name must contain only \(Schema.tagNameHelp) (got \(quoted(n)))")
+        } else if let first = lines[n] {
+            report(line, scope.context, "name \(quoted(n)) is already used by the \(kind) at line \(first)")
+        } else if let file = elsewhere[n] {
+            report(line, scope.context, "name \(quoted(n)) is already used by \(kind == "advertisement" ? "an" : "a") \(kind) in \(shown(file))")
+        } else {
+            lines[n] = line
+            return n
+        }
+        return nil
     }
 
     private mutating func declaredCharacteristics(_ t: TOMLTable, _ scope: Scope) -> [Declared] {

@@ -13,6 +13,12 @@ extension Sensor {
     // Measurements (also `temperature`, `humidity`, `pressure`, `battery`, `dewPoint`,
     // `uvIndex`, `gyroscope` from SensorTag.swift and Standard profiles).
     public static let voltage = Sensor("voltage")
+    /// BTHome sends mass, distance and volume in either of two units (kg or lb, mm or m, L or
+    /// mL), as distinct objects: each unit is its own sensor, so that a topic and a Home
+    /// Assistant entity always carry one unit.
+    public static let massPounds = Sensor("mass_lb")
+    public static let distanceMeters = Sensor("distance_m")
+    public static let volumeMillilitres = Sensor("volume_ml")
     public static let current = Sensor("current")
     public static let power = Sensor("power")
     public static let energy = Sensor("energy")
@@ -89,6 +95,7 @@ extension Sensor {
     /// help. Not in `allCases`, which names the sensors a connected device's profile has.
     public static let advertised: [Sensor] = [
         .temperature, .humidity, .pressure, .battery, .dewPoint, .uvIndex, .gyroscope,
+        .massPounds, .distanceMeters, .volumeMillilitres,
         .voltage, .current, .power, .energy, .illuminance, .acceleration, .mass, .count, .co2, .tvoc,
         .pm1, .pm2_5, .pm4, .pm10, .vocIndex, .noxIndex, .moisture, .rotation, .distance, .duration,
         .speed, .volume, .volumeStorage, .flowRate, .gas, .water, .timestamp, .conductivity,

@@ -40,8 +40,9 @@ struct Decode: Command {
             Sensors: \(Sensor.allCases.map(\.rawValue).joined(separator: ", ")).
             Example: collectord decode --model cc2650 --sensor movement --range 8g \\
                        --hex "80 00 00 FF 00 00 00 20 00 F0 00 40 64 00 38 FF 2C 01"
-            Advertisements: collectord decode --advert "02 01 06 0B 16 D2 FC 40 00 A8 02 CA 09 03 BF 13" \\
-                       [--address A4:C1:38:12:34:56 --key <32 hex digits>] [--format bthome]
+            Advertisements, as btmon prints their AD structures (with --address and
+            --key for encrypted BTHome, --format to pick one of several formats):
+              collectord decode --advert "02 01 06 0C 16 D2 FC 40 00 A8 02 CA 09 03 BF 13"
             Exit status: 0 decoded, 64 bad arguments, 65 the payload does not decode.
             """,
         arguments: [model, profile, config, sensor, hex, range, firmware, calibration, s0, magScale, ioMode,
@@ -104,8 +105,10 @@ struct Decode: Command {
         guard let sensorName = self.sensor, let hex else { throw .usage("--sensor and --hex are required (or --advert for an advertisement)") }
         let declared = try declaredProfile()
         guard let name = self.model ?? (declared != nil ? "gatt" : nil) else { throw .usage("--model or --profile is required") }
-        guard let model = Model(rawValue: name.lowercased()) else {
-            throw .usage("unknown model '\(name)' (expected \(Model.allCases.map(\.rawValue).joined(separator: ", ")))")
+        let connected = Model.allCases.filter { !$0.isAdvertising }
+        guard let model = Model(rawValue: name.lowercased()), connected.contains(model) else {
+            let hint = Model(rawValue: name.lowercased()).map { _ in "; an advertisement is decoded with --advert" } ?? ""
+            throw .usage("unknown model '\(name)' (expected \(connected.map(\.rawValue).joined(separator: ", ")))" + hint)
         }
         if declared != nil && model != .gatt { throw .usage("--profile describes a generic device: --model must be gatt (or left out)") }
         let declaredSensors = declared?.characteristics.map(\.sensor) ?? []

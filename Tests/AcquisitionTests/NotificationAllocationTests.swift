@@ -7,26 +7,13 @@
 
 import Glibc
 import Testing
+import TestHarness
 @testable import Acquisition
 @testable import SensorTagEmulator
 import Profiles
 import LinuxSystem
 import SharedTypes
 import Reactor
-
-/// glibc's mallinfo2, through dlsym (see PayloadsTests' AllocationTests): bytes in use.
-private func arenaInUse() -> Int? {
-    #if arch(x86_64)
-    typealias MallInfo2 = @convention(c) (UnsafeMutableRawPointer) -> UnsafeMutableRawPointer?
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallinfo2") else { return nil }
-    let f = unsafeBitCast(symbol, to: MallInfo2.self)
-    var words = [Int](repeating: 0, count: 10)
-    words.withUnsafeMutableBytes { _ = f($0.baseAddress!) }
-    return words[7] + words[4]  // uordblks + hblkhd
-    #else
-    return nil
-    #endif
-}
 
 /// Counts readings and keeps the last arrival: nothing that allocates.
 private final class CountingSink: ReadingSink {

@@ -10,20 +10,7 @@
 import Ciphers
 import Glibc
 import Testing
-
-/// glibc's mallinfo2 through dlsym (see PayloadsTests' AllocationTests): bytes in use.
-private func arenaInUse() -> Int? {
-    #if arch(x86_64)
-    typealias MallInfo2 = @convention(c) (UnsafeMutableRawPointer) -> UnsafeMutableRawPointer?
-    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallinfo2") else { return nil }
-    let f = unsafeBitCast(symbol, to: MallInfo2.self)
-    var words = [Int](repeating: 0, count: 10)
-    words.withUnsafeMutableBytes { _ = f($0.baseAddress!) }
-    return words[7] + words[4]  // uordblks + hblkhd
-    #else
-    return nil
-    #endif
-}
+import TestHarness
 
 @Suite("AES-CCM allocations", .serialized)
 struct AllocationTests {

@@ -204,7 +204,7 @@ private struct Probe: Command {
         (["scan", "--timeout", "x"],
          "collectord scan: invalid value 'x' for --timeout: expected an integer; see 'collectord scan --help'"),
         (["scan", "--timeout", "0"], "collectord scan: --timeout must be 1..3600 seconds (got 0); see 'collectord scan --help'"),
-        (["decode", "--model", "cc2650"], "collectord decode: missing --sensor <sensor>; see 'collectord decode --help'"),
+        (["decode", "--advert"], "collectord decode: missing value for --advert <bytes>; see 'collectord decode --help'"),
         (["emulate", "--seed", "-1"],
          "collectord emulate: invalid value '-1' for --seed: expected a non-negative integer; see 'collectord emulate --help'"),
         (["check-config", "extra"], "collectord check-config: unexpected argument 'extra'; see 'collectord check-config --help'"),
@@ -269,10 +269,10 @@ private struct Probe: Command {
         #expect(scan.contains("USAGE: collectord scan [--adapter <hciN>] [--timeout <seconds>] [--all]\n"))
         #expect(scan.contains("  --adapter <hciN>        Bluetooth adapter to scan with. (default: hci0)\n"))
         let decode = program.help(for: Decode.self)
-        #expect(decode.hasPrefix("OVERVIEW: Decode one SensorTag payload and print the reading as JSON.\n\n"))
+        #expect(decode.hasPrefix("OVERVIEW: Decode one SensorTag payload, or an advertisement, and print the\nreadings as JSON.\n\n"))
         #expect(decode.contains("\nExample: collectord decode --model cc2650 --sensor movement --range 8g \\\n           --hex "))
         #expect(decode.contains("USAGE: collectord decode [--model <model>] [--profile <name>] [--config <path>]\n" +
-                                "                         --sensor <sensor> --hex <bytes> [--range <range>]"))
+                                "                         [--sensor <sensor>] [--hex <bytes>] [--range <range>]"))
         let probe = program.help(for: Probe.self)
         #expect(probe.contains("""
             USAGE: collectord probe --name <name> [--label <label>] [--count <n>]

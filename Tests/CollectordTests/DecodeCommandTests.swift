@@ -268,3 +268,46 @@ import TestHarness
         #expect(r.stderr.hasPrefix("/nonexistent/collectord.conf: "))
     }
 }
+
+/// `collectord decode --advert`: every format found, the one decoded, its readings as the daemon
+/// rounds them; encrypted BTHome with its address and key, and refused with another key.
+@Suite struct DecodeAdvertisementTests {
+    func run(_ args: [String]) throws -> Result<String, DecodeFailure> {
+        let command = try Decode.parse(args)
+        do { return .success(try command.decodeAdvertisement()) } catch let f { return .failure(f) }
+    }
+
+    @Test func aBTHomeAdvertisementAsBtmonPrintsIt() throws {
+        let line = try run(["--advert", "02 01 06 0C 16 D2 FC 40 00 A8 02 CA 09 03 BF 13"]).get()
+        #expect(line == #"{"formats":["bthome"],"format":"bthome","encrypted":false,"packet_id":168,"readings":["#
+            + #"{"sensor":"temperature","fields":{"temperature":{"value":25.06,"unit":"°C"}}},"#
+            + #"{"sensor":"humidity","fields":{"humidity":{"value":50.55,"unit":"%RH"}}}],"events":[]}"#)
+    }
+
+    /// The specification's encryption example (bthome.io/encryption).
+    @Test func encryptedBTHomeNeedsItsAddressAndKey() throws {
+        let advert = "02 01 06 12 16 D2 FC 41 A4 72 66 C9 5F 73 00 11 22 33 78 23 72 14"
+        let line = try run(["--advert", advert, "--address", "54:48:E6:8F:80:A5", "--key", "231d39c1d7cc1ab1aee224cd096db932"]).get()
+        #expect(line.contains(#""encrypted":true,"counter":857870592,"readings":[{"sensor":"temperature","fields":{"temperature":{"value":25.06"#))
+        guard case .failure(.data(let wrong)) = try run(["--advert", advert, "--address", "54:48:E6:8F:80:A5",
+                                                        "--key", "231d39c1d7cc1ab1aee224cd096db933"]) else {
+            Issue.record("a wrong key must not decode")
+            return
+        }
+        #expect(wrong.contains("does not authenticate"))
+        guard case .failure(.data(let keyless)) = try run(["--advert", advert]) else {
+            Issue.record("no key must not decode")
+            return
+        }
+        #expect(keyless.contains("give --address"))
+    }
+
+    @Test func usageMistakesAreUsageErrors() throws {
+        guard case .failure(.usage(let m)) = try run(["--advert", "02 01 06", "--format", "eddystone"]) else {
+            Issue.record("an unknown format is a usage error")
+            return
+        }
+        #expect(m.hasPrefix("--format 'eddystone' is not one of bthome, ruuvi, pvvx, atc1441"))
+        #expect(throws: DecodeFailure.self) { try Decode.parse(["--model", "cc2650"]).decode() }
+    }
+}

@@ -131,7 +131,7 @@ struct ModelServices: CustomTestStringConvertible {
 
     /// Every characteristic a model serves is in the catalog with the same name and initial
     /// value, and that initial value decodes through its own type.
-    @Test(arguments: Model.allCases)
+    @Test(arguments: Model.connected)
     func initialValuesDecodeThroughTheirTypes(_ model: Model) throws {
         let codecs = Catalog.forModel(model)
         for service in ModelServices(model).services {
@@ -148,7 +148,7 @@ struct ModelServices: CustomTestStringConvertible {
 
     /// Data initial values also decode through the sensor profiles (CC2541 barometer given its
     /// calibration), and are exactly the "no data yet" placeholder where the sensor zeroes its data.
-    @Test(arguments: Model.allCases)
+    @Test(arguments: Model.connected)
     func dataInitialValuesDecodeThroughProfiles(_ model: Model) throws {
         for profile in SensorProfile.all(for: model) {
             let initial = try #require(profile.service.characteristic(profile.data)).initialValue
@@ -210,7 +210,7 @@ struct PeriodSpec: Sendable, CustomTestStringConvertible {
         #expect(try limits.encode(milliseconds: spec.defaultValue) == UInt8(spec.defaultValue / 10))
     }
 
-    @Test(arguments: Model.allCases)
+    @Test(arguments: Model.connected)
     func sensorsWithoutPeriods(_ model: Model) {
         let withPeriod = PeriodSpec.all.filter { $0.model.generation == model.generation }.map(\.sensor)
         for profile in SensorProfile.all(for: model) where !withPeriod.contains(profile.sensor) {
@@ -431,7 +431,7 @@ struct FieldShape: Equatable, CustomStringConvertible {
 @Suite struct DeclaredFieldTests {
     /// Every sensor of every model, given the spec's vectors for it in every IO mode, decodes into
     /// exactly the fields its profile declares for those settings: names, units, kinds and order.
-    @Test(arguments: Model.allCases)
+    @Test(arguments: Model.connected)
     func decodeProducesTheDeclaredFields(_ model: Model) throws {
         for profile in SensorProfile.all(for: model) {
             let vectors = Vectors.all.filter { $0.model.generation == model.generation && $0.sensor == profile.sensor }
@@ -504,7 +504,7 @@ struct FieldShape: Equatable, CustomStringConvertible {
     }
 
     @Test func readsConfigBackOnlyForMovement() {
-        for model in Model.allCases {
+        for model in Model.connected {
             for profile in SensorProfile.all(for: model) {
                 #expect(profile.readsConfigBack == (profile.sensor == .movement), "\(model) \(profile.sensor)")
                 #expect(profile.notifies == ![.io, .test].contains(profile.sensor), "\(model) \(profile.sensor)")
@@ -521,7 +521,7 @@ struct FieldShape: Equatable, CustomStringConvertible {
 /// back after; nothing for any other sensor.
 @Suite struct SetupStepTests {
     @Test func onlyTheBarometerAndTheMovementSensorHaveSteps() throws {
-        for model in Model.allCases {
+        for model in Model.connected {
             for profile in SensorProfile.all(for: model) {
                 switch (model.generation, profile.sensor) {
                 case (.cc2541, .barometer):

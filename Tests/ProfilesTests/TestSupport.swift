@@ -103,3 +103,8 @@ func payload(count: Int) -> [UInt8] { (0..<count).map { UInt8(truncatingIfNeeded
 func expectNoFailures(_ failures: [String], sourceLocation: SourceLocation = #_sourceLocation) {
     #expect(failures.count == 0, "\(failures.count) failures, first: \(failures.prefix(3))", sourceLocation: sourceLocation)
 }
+
+extension Model {
+    /// The models that are connected to: those whose sensors are GATT characteristics.
+    static var connected: [Model] { allCases.filter { !$0.isAdvertising } }
+}

@@ -82,6 +82,7 @@ def bthome_ble(advert: Advert) -> Decoded:
             continue
         kind = V.HA_BTHOME_SENSOR_KIND.get(dc, dc)
         unit, factor = unit_of(desc.native_unit_of_measurement)
+        kind = V.HA_BTHOME_UNIT_KIND.get((kind, unit), kind)
         ours = V.BTHOME_KIND_UNITS.get(kind, set())
         if len(ours) == 1:
             unit, more = V.convert(unit, next(iter(ours)))

@@ -46,11 +46,11 @@ VECTORS: list[tuple[str, Advert]] = [
         ids={V.ID_BTHOME: 168})),
     ("BTHome objects 0x07-0x0C", _bthome(
         "073E1D 08CA06 0960 0A138A14 0B021B00 0C020C",
-        {"mass/mass": (74.86, "lb"), "dew_point/dew_point": (17.38, "°C"), "count/count": (96, ""),
+        {"mass_lb/mass_lb": (74.86, "lb"), "dew_point/dew_point": (17.38, "°C"), "count/count": (96, ""),
          "energy/energy": (1346.067, "kWh"), "power/power": (69.14, "W"), "voltage/voltage": (3.074, "V")})),
     ("BTHome objects 0x3F-0x46", _bthome(
         "3F020C 414E00 424E3400 434E34 444E34 451101 4632",
-        {"rotation/rotation": (307.4, "°"), "distance/distance": (7.8, "m"),
+        {"rotation/rotation": (307.4, "°"), "distance_m/distance_m": (7.8, "m"),
          "duration/duration": (13.390, "s"), "current/current": (13.390, "A"),
          "speed/speed": (133.90, "m/s"), "temperature/temperature": (27.3, "°C"),
          "uv_index/uv_index": (5.0, "")})),

@@ -21,7 +21,7 @@ BTHOME_SENSORS = {
     0x04: ("pressure", 3, False, 0.01, "hPa"),
     0x05: ("illuminance", 3, False, 0.01, "lux"),
     0x06: ("mass", 2, False, 0.01, "kg"),
-    0x07: ("mass", 2, False, 0.01, "lb"),
+    0x07: ("mass_lb", 2, False, 0.01, "lb"),
     0x08: ("dew_point", 2, True, 0.01, "°C"),
     0x09: ("count", 1, False, 1, ""),
     0x0A: ("energy", 3, False, 0.001, "kWh"),
@@ -38,14 +38,14 @@ BTHOME_SENSORS = {
     0x3E: ("count", 4, False, 1, ""),
     0x3F: ("rotation", 2, True, 0.1, "°"),
     0x40: ("distance", 2, False, 1, "mm"),
-    0x41: ("distance", 2, False, 0.1, "m"),
+    0x41: ("distance_m", 2, False, 0.1, "m"),
     0x42: ("duration", 3, False, 0.001, "s"),
     0x43: ("current", 2, False, 0.001, "A"),
     0x44: ("speed", 2, False, 0.01, "m/s"),
     0x45: ("temperature", 2, True, 0.1, "°C"),
     0x46: ("uv_index", 1, False, 0.1, ""),
     0x47: ("volume", 2, False, 0.1, "L"),
-    0x48: ("volume", 2, False, 1, "mL"),
+    0x48: ("volume_ml", 2, False, 1, "mL"),
     0x49: ("flow_rate", 2, False, 0.001, "m³/h"),
     0x4A: ("voltage", 2, False, 0.1, "V"),
     0x4B: ("gas", 3, False, 0.001, "m³"),
@@ -187,8 +187,11 @@ HA_BTHOME_SENSOR_KIND = {
     "pm25": "pm2_5", "carbon_dioxide": "co2", "volatile_organic_compounds": "tvoc",
     "volume_flow_rate": "flow_rate", "rotational_speed": "rotation_speed",
 }
-# Our unit of each BTHome kind (for convert); a kind with two units (mass in kg and lb,
-# distance in mm and m, volume in L and mL) needs no conversion.
+# bthome-ble names mass, distance and volume by device class whatever the unit; ours are one
+# sensor per unit (mass in kg, mass_lb in lb, distance in mm, distance_m in m, volume in L,
+# volume_ml in mL).
+HA_BTHOME_UNIT_KIND = {("mass", "lb"): "mass_lb", ("distance", "m"): "distance_m", ("volume", "mL"): "volume_ml"}
+# Our unit of each BTHome kind (for convert).
 BTHOME_KIND_UNITS: dict[str, set] = {}
 for _kind, _size, _signed, _factor, _unit in BTHOME_SENSORS.values():
     BTHOME_KIND_UNITS.setdefault(_kind, set()).add(_unit)
