@@ -118,11 +118,20 @@ import Reactor
             let nonce = BTHome.Nonce(address: address.bytes, deviceInfo: 0x41, counter: counter)
             var cipher = [UInt8](repeating: 0, count: plain.count)
             var mic = [UInt8](repeating: 0, count: 4)
-            try cipher.withUnsafeMutableBytes { c in
-                try mic.withUnsafeMutableBytes { m in
-                    try AESCCM(key: key).encrypt(plaintext: plain.span.bytes, nonce: nonce.bytes.span.bytes, into: c, tag: m)
+            // Typed throws stay out of the buffer closures: Swift 6.2's SIL optimizer crashed on them.
+            let aes = try AESCCM(key: key)
+            let nonceBytes = nonce.bytes
+            var failure: CipherError?
+            cipher.withUnsafeMutableBytes { c in
+                mic.withUnsafeMutableBytes { m in
+                    do throws(CipherError) {
+                        try aes.encrypt(plaintext: plain.span.bytes, nonce: nonceBytes.span.bytes, into: c, tag: m)
+                    } catch {
+                        failure = error
+                    }
                 }
             }
+            if let failure { throw failure }
             let counterBytes = (0..<4).map { UInt8(truncatingIfNeeded: counter >> (8 * $0)) }
             let service: [UInt8] = [0xD2, 0xFC, 0x41] + cipher + counterBytes + mic
             return [0x02, 0x01, 0x06, UInt8(service.count + 1), 0x16] + service
