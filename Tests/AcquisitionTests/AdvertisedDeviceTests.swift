@@ -113,28 +113,7 @@ import Reactor
         let key = try AESKey(hex: "231d39c1d7cc1ab1aee224cd096db932")
         let address = BluetoothAddress("54:48:E6:8F:80:A5")!
         func packet(counter: UInt32, packetID: UInt8) throws -> [UInt8] {
-            // Objects: packet id, temperature 25.06 °C, humidity 50.55 %.
-            let plain: [UInt8] = [0x00, packetID, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13]
-            let nonce = BTHome.Nonce(address: address.bytes, deviceInfo: 0x41, counter: counter)
-            var cipher = [UInt8](repeating: 0, count: plain.count)
-            var mic = [UInt8](repeating: 0, count: 4)
-            // Typed throws stay out of the buffer closures: Swift 6.2's SIL optimizer crashed on them.
-            let aes = try AESCCM(key: key)
-            let nonceBytes = nonce.bytes
-            var failure: CipherError?
-            cipher.withUnsafeMutableBytes { c in
-                mic.withUnsafeMutableBytes { m in
-                    do throws(CipherError) {
-                        try aes.encrypt(plaintext: plain.span.bytes, nonce: nonceBytes.span.bytes, into: c, tag: m)
-                    } catch {
-                        failure = error
-                    }
-                }
-            }
-            if let failure { throw failure }
-            let counterBytes = (0..<4).map { UInt8(truncatingIfNeeded: counter >> (8 * $0)) }
-            let service: [UInt8] = [0xD2, 0xFC, 0x41] + cipher + counterBytes + mic
-            return [0x02, 0x01, 0x06, UInt8(service.count + 1), 0x16] + service
+            try encryptedBTHome(address: address, key: key, counter: counter, packetID: packetID)
         }
         let loop = try EventLoop(clock: ManualClock())
         let sink = Sink()
@@ -240,4 +219,30 @@ import Reactor
         hear(device, [0x02, 0x01, 0x06, 0x06, 0xFF, 0x99, 0x04, 0xAB, 0xA0, 0x0F])
         #expect(device.counters.otherData == 1)
     }
+}
+
+/// An encrypted BTHome v2 advertisement as a device sends it: objects packet id, temperature
+/// 25.06 °C, humidity 50.55 %, encrypted with `key` for `address` and `counter`. At file scope,
+/// with the cipher's typed throws kept out of the buffer closures: Swift 6.2.3 crashed compiling
+/// them inside a test's local function.
+private func encryptedBTHome(address: BluetoothAddress, key: AESKey, counter: UInt32, packetID: UInt8) throws -> [UInt8] {
+    let plain: [UInt8] = [0x00, packetID, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13]
+    let nonce = BTHome.Nonce(address: address.bytes, deviceInfo: 0x41, counter: counter).array
+    let aes = try AESCCM(key: key)
+    var sealed = [UInt8](repeating: 0, count: plain.count)
+    var mic = [UInt8](repeating: 0, count: 4)
+    var failure: CipherError?
+    sealed.withUnsafeMutableBytes { c in
+        mic.withUnsafeMutableBytes { m in
+            do throws(CipherError) {
+                try aes.encrypt(plaintext: plain.span.bytes, nonce: nonce.span.bytes, into: c, tag: m)
+            } catch {
+                failure = error
+            }
+        }
+    }
+    if let failure { throw failure }
+    let counterBytes = (0..<4).map { UInt8(truncatingIfNeeded: counter >> (8 * $0)) }
+    let service: [UInt8] = [0xD2, 0xFC, 0x41] + sealed + counterBytes + mic
+    return [0x02, 0x01, 0x06, UInt8(service.count + 1), 0x16] + service
 }
