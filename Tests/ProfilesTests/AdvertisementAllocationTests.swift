@@ -48,9 +48,10 @@ struct AdvertisementAllocationTests {
             if let before, let after = arenaInUse() { growths.append(after - before) }
         }
         print("advertisement decoders: 3 × 100 000 decodes, mallinfo2 in-use Δ per round \(growths) bytes")
-        // One retained allocation per decode would add megabytes per round; other suites run
-        // beside this one and allocate too, so the smallest growth is judged.
-        if let least = growths.min() { #expect(least < 64 * 1024) }
+        // One retained allocation (32 bytes at least) per decode would add 3.2 MB per round; other
+        // suites run beside this one and allocate too, so the smallest growth is judged, against
+        // half of that.
+        if let least = growths.min() { #expect(least < 1_600_000, "arena in use grew by \(growths) bytes") }
         #expect(sum > 0)
     }
 }
