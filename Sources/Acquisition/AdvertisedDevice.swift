@@ -16,10 +16,8 @@ import Reactor
 
 /// What the configuration asks of one advertising device, in the units the device runs on.
 public struct AdvertisingSettings: Sendable {
-    public enum Format: Sendable, Hashable {
-        case builtIn(AdvertisementFormat)
-        case declared(DeclaredAdvertisement)
-    }
+    /// The configuration's own: built-in or declared.
+    public typealias Format = AdvertisingConfiguration.Format
     public var format: Format
     /// An encrypted BTHome device's bindkey.
     public var key: AESKey?
@@ -38,10 +36,7 @@ public struct AdvertisingSettings: Sendable {
 
     /// From the configuration's form; nil when its key is not 16 bytes (validated before).
     public init?(_ c: AdvertisingConfiguration) {
-        switch c.format {
-        case .builtIn(let f): format = .builtIn(f)
-        case .declared(let d): format = .declared(d)
-        }
+        format = c.format
         if let bytes = c.key {
             guard let key = bytes.withUnsafeBytes({ AESKey(bytes: RawSpan(_unsafeBytes: $0)) }) else { return nil }
             self.key = key
