@@ -21,7 +21,7 @@
 # use bash builtins.
 set -u
 RUN="$1"
-. "$RUN/job.env"  # REPO COLLECTORD BTVIRT SCENARIOS DEFAULT_TIMEOUT
+. "$RUN/job.env"  # REPO COLLECTORD BTVIRT SCENARIOS DEFAULT_TIMEOUT VM_TIME_SCALE
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/tmp LANG=C.UTF-8
 results="$RUN/results"
@@ -131,6 +131,7 @@ for scenario in $SCENARIOS; do
     [[ $line =~ ^#\ *vm-controllers:\ *([0-9]+) ]] && controllers=${BASH_REMATCH[1]}
     [[ $line == "" ]] && break
   done < "$scenario"
+  limit=$(( limit * ${VM_TIME_SCALE:=1} ))
   timing "scenario $name (limit $limit s)"
   t0=$(us)
   if ! setup "$dir"; then
@@ -143,7 +144,7 @@ for scenario in $SCENARIOS; do
   fi
   t1=$(us)
   # timeout puts the scenario in its own process group, so whatever it starts can be killed.
-  OUT="$dir" COLLECTORD="$COLLECTORD" VM_LIB="$REPO/Tests/vm/lib.sh" REPO="$REPO" \
+  OUT="$dir" COLLECTORD="$COLLECTORD" VM_LIB="$REPO/Tests/vm/lib.sh" REPO="$REPO" VM_TIME_SCALE="$VM_TIME_SCALE" \
     timeout -k 3 "$limit" bash "$scenario" > "$dir/scenario.log" 2>&1 < /dev/null &
   spid=$!
   wait "$spid"

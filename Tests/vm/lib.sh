@@ -70,18 +70,24 @@ count() {
   echo "$n"
 }
 
-# wait_for FILE REGEX SECONDS: until a line of FILE matches. Returns 1 after SECONDS.
+# Every wait below is for a condition, so a generous limit costs nothing when things work: the
+# limits are written for a quiet host and multiplied by VM_TIME_SCALE (from job.env), since an
+# emulated guest on a loaded 2-core host runs several times slower.
+: "${VM_TIME_SCALE:=1}"
+
+# wait_for FILE REGEX SECONDS: until a line of FILE matches. Returns 1 after SECONDS (scaled).
 wait_for() {
-  local end=$(( ${EPOCHREALTIME/./} + $3 * 1000000 ))
+  local end=$(( ${EPOCHREALTIME/./} + $3 * VM_TIME_SCALE * 1000000 ))
   until matches "$1" "$2"; do
     [ "${EPOCHREALTIME/./}" -lt $end ] || return 1
     nap 0.1
   done
 }
 
-# wait_count FILE REGEX N SECONDS: until at least N lines of FILE match. Returns 1 after SECONDS.
+# wait_count FILE REGEX N SECONDS: until at least N lines of FILE match. Returns 1 after SECONDS
+# (scaled).
 wait_count() {
-  local end=$(( ${EPOCHREALTIME/./} + $4 * 1000000 ))
+  local end=$(( ${EPOCHREALTIME/./} + $4 * VM_TIME_SCALE * 1000000 ))
   until [ "$(count "$1" "$2")" -ge "$3" ]; do
     [ "${EPOCHREALTIME/./}" -lt $end ] || return 1
     nap 0.1
