@@ -85,7 +85,7 @@ let package = Package(
         ),
         .target(
             name: "SensorTagEmulator",
-            dependencies: ["Profiles", "LinuxSystem", "SharedTypes", "Acquisition", "Reactor"]
+            dependencies: ["Profiles", "LinuxSystem", "SharedTypes", "Acquisition", "Reactor", "Ciphers"]
         ),
         .target(
             name: "Configuration",

@@ -96,17 +96,19 @@ public final class TransportAdapter: AdapterSystem {
     public var onWarning: ((String) -> Void)?
     private let connector: LinkConnector
     private let monitor: AdvertisementMonitor?
+    private let listener: AdvertisementListener?
     private let name: String
 
-    public init(connector: LinkConnector, monitor: AdvertisementMonitor?, name: String) {
+    public init(connector: LinkConnector, monitor: AdvertisementMonitor?, listener: AdvertisementListener? = nil, name: String) {
         self.connector = connector
         self.monitor = monitor
+        self.listener = listener
         self.name = name
     }
 
     public func open(_ spec: String) throws(LinkError) -> OpenAdapter {
         OpenAdapter(adapter: Adapter(id: 0, name: name, address: BluetoothAddress(bytes: .init(repeating: 0))),
-                    connector: connector, monitor: monitor)
+                    connector: connector, monitor: monitor, listener: listener)
     }
 
     public func watchDevices(_ handler: @escaping (HCIEvent) -> Void) -> Bool { true }

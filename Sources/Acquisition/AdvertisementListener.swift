@@ -78,7 +78,8 @@ public final class AdvertisementListener {
         try self.init(socket: ManagementSocket(loop: loop), index: UInt16(truncatingIfNeeded: adapter.id))
     }
 
-    init(socket: ManagementSocket, index: UInt16) {
+    /// Listens through `socket` on controller `index` (an emulated kernel's channel, say).
+    public init(socket: ManagementSocket, index: UInt16) {
         self.socket = socket
         self.index = index
         socket.onEvent = { [unowned self] event in self.event(event) }

@@ -57,7 +57,7 @@ func managementCommand(_ opcode: UInt16, index: UInt16, _ parameters: [UInt8]) -
 }
 
 /// The address and its LE type as management commands and events carry them (1 public, 2 random).
-func managementAddress(_ address: BluetoothAddress) -> [UInt8] {
+public func managementAddress(_ address: BluetoothAddress) -> [UInt8] {
     (0..<6).map { address.bytes[5 - $0] } + [address.kind == .random ? 2 : 1]
 }
 
@@ -150,9 +150,10 @@ public final class ManagementSocket {
         try self.init(loop: loop, fd: fd)
     }
 
-    /// Reads `fd` on the loop; tests hand in one end of a SOCK_SEQPACKET socketpair (one write, one
-    /// packet, as here).
-    init(loop: EventLoop, fd: Int32) throws(LinkError) {
+    /// Reads `fd` on the loop: the kernel's channel, or one end of a SOCK_SEQPACKET socketpair
+    /// (one write, one packet, as here) whose other end speaks the protocol as the kernel does
+    /// (the emulator's `EmulatedManagement`).
+    public init(loop: EventLoop, fd: Int32) throws(LinkError) {
         channel = try HCIChannel(loop: loop, fd: fd, bufferSize: 1024)
         channel.onPacket = { [unowned self] packet in
             if packet.count >= 2 {

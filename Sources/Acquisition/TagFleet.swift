@@ -92,10 +92,12 @@ public final class TagFleet {
         self.init(loop: loop, adapters: [name])
     }
 
-    /// A fleet on another transport: emulated tags over socketpairs (demos, tests). No adapter
+    /// A fleet on another transport: emulated tags over socketpairs (demos, tests), and with
+    /// `listener` the devices that only advertise, heard through an emulated kernel. No adapter
     /// is opened and no HCI socket is used.
-    public convenience init(loop: EventLoop, connector: LinkConnector, monitor: AdvertisementMonitor?, name: String = "emulated") {
-        self.init(loop: loop, system: TransportAdapter(connector: connector, monitor: monitor, name: name), adapters: [name])
+    public convenience init(loop: EventLoop, connector: LinkConnector, monitor: AdvertisementMonitor?,
+                            listener: AdvertisementListener? = nil, name: String = "emulated") {
+        self.init(loop: loop, system: TransportAdapter(connector: connector, monitor: monitor, listener: listener, name: name), adapters: [name])
         connectionLimits = [1 << 20]  // no radio, no limit
     }
 

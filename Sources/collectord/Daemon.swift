@@ -62,9 +62,9 @@ final class Daemon: TagSupervisorDelegate {
             fleet = TagFleet(loop: loop, adapters: configuration.adapters)
             fleet.connectionLimits = configuration.connectionLimits
         case .emulated:
-            let emulation = TagEmulation(loop: loop)
+            let emulation = try TagEmulation(loop: loop)
             self.emulation = emulation
-            fleet = TagFleet(loop: loop, connector: emulation.air, monitor: emulation.air)
+            fleet = TagFleet(loop: loop, connector: emulation.air, monitor: emulation.air, listener: emulation.listener)
         case .sockets(let directory):
             let air = TagSocketConnector(loop: loop, directory: directory)
             fleet = TagFleet(loop: loop, connector: air, monitor: air, name: "sockets in \(directory)")

@@ -1,22 +1,36 @@
+import Profiles
 import SharedTypes
 import Reactor
+import Acquisition
+import Ciphers
 import SensorTagEmulator
 
-/// `collectord run --emulated-tags`: every configured tag is an in-process emulated SensorTag of
-/// its configured model (cc2650 when auto), reached over socketpairs with the real ATT protocol.
-/// For the demo and the end-to-end tests on machines without Bluetooth; never for production.
+/// `collectord run --emulated-tags`: every configured tag is an in-process emulated device of
+/// its configured model (cc2650 when auto): a SensorTag or GATT device reached over socketpairs
+/// with the real ATT protocol, or a device that only advertises, heard through an emulated
+/// kernel's management channel with the real management protocol. For the demo and the
+/// end-to-end tests on machines without Bluetooth; never for production.
 final class TagEmulation {
     let air: EmulatedAdapter
+    /// The kernel the advertising devices are heard through.
+    let kernel: EmulatedManagement
+    let listener: AdvertisementListener
     private let loop: EventLoop
     private var seed: UInt64 = 1
 
-    init(loop: EventLoop) {
+    init(loop: EventLoop) throws {
         self.loop = loop
         air = EmulatedAdapter(loop: loop)
+        let (kernel, socket) = try EmulatedManagement.make(loop: loop)
+        self.kernel = kernel
+        listener = AdvertisementListener(socket: socket, index: kernel.index)
     }
 
     func place(_ tag: TagConfiguration) {
-        guard air.tag(at: tag.address) == nil, !tag.isAdvertising else { return }
+        guard air.tag(at: tag.address) == nil, kernel.advertiser(at: tag.address) == nil else { return }
+        if let advertising = tag.advertising {
+            return placeAdvertiser(tag, advertising)
+        }
         let model: EmulatedModel
         switch tag.model ?? .cc2650 {
         case .cc2541: model = .cc2541()
@@ -28,5 +42,28 @@ final class TagEmulation {
         air.add(SensorTagEmulator(model: model, loop: loop, seed: seed), at: tag.address)
         seed += 1
         Log.notice("\(tag.name): emulated \(model) at \(tag.address)")
+    }
+
+    /// An advertiser of the tag's format, with its key when it has one, measuring every two
+    /// seconds and sending each packet twice.
+    private func placeAdvertiser(_ tag: TagConfiguration, _ advertising: AdvertisingConfiguration) {
+        let format: EmulatedAdvertiser.Format
+        switch advertising.format {
+        case .builtIn(.bthome):
+            let key = advertising.key.flatMap { bytes in bytes.withUnsafeBytes { AESKey(bytes: RawSpan(_unsafeBytes: $0)) } }
+            format = .bthome(key: key)
+        case .builtIn(.ruuvi): format = .ruuvi
+        case .builtIn(.pvvx): format = .pvvx
+        case .builtIn(.atc1441): format = .atc1441
+        case .declared(let d): format = .declared(d)
+        }
+        do {
+            kernel.add(try EmulatedAdvertiser(format: format, address: tag.address, seed: seed))
+        } catch {
+            Log.error("\(tag.name): cannot emulate it: \(error)")
+            return
+        }
+        seed += 1
+        Log.notice("\(tag.name): emulated \(tag.model?.rawValue ?? "advertising") device at \(tag.address)")
     }
 }

@@ -12,6 +12,7 @@ import Profiles
 import LinuxSystem
 import SharedTypes
 import Reactor
+import SensorTagEmulator
 
 @Suite struct AdvertisedDeviceTests {
     final class Sink: ReadingSink {
@@ -222,27 +223,8 @@ import Reactor
 }
 
 /// An encrypted BTHome v2 advertisement as a device sends it: objects packet id, temperature
-/// 25.06 °C, humidity 50.55 %, encrypted with `key` for `address` and `counter`. At file scope,
-/// with the cipher's typed throws kept out of the buffer closures: Swift 6.2.3 crashed compiling
-/// them inside a test's local function.
+/// 25.06 °C, humidity 50.55 %, encrypted with `key` for `address` and `counter`.
 private func encryptedBTHome(address: BluetoothAddress, key: AESKey, counter: UInt32, packetID: UInt8) throws -> [UInt8] {
-    let plain: [UInt8] = [0x00, packetID, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13]
-    let nonce = BTHome.Nonce(address: address.bytes, deviceInfo: 0x41, counter: counter).array
-    let aes = try AESCCM(key: key)
-    var sealed = [UInt8](repeating: 0, count: plain.count)
-    var mic = [UInt8](repeating: 0, count: 4)
-    var failure: CipherError?
-    sealed.withUnsafeMutableBytes { c in
-        mic.withUnsafeMutableBytes { m in
-            do throws(CipherError) {
-                try aes.encrypt(plaintext: plain.span.bytes, nonce: nonce.span.bytes, into: c, tag: m)
-            } catch {
-                failure = error
-            }
-        }
-    }
-    if let failure { throw failure }
-    let counterBytes = (0..<4).map { UInt8(truncatingIfNeeded: counter >> (8 * $0)) }
-    let service: [UInt8] = [0xD2, 0xFC, 0x41] + sealed + counterBytes + mic
-    return [0x02, 0x01, 0x06, UInt8(service.count + 1), 0x16] + service
+    try AdvertisementEncoding.bthome(sealing: [0x00, packetID, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13], address: address,
+                                     cipher: AESCCM(key: key), counter: counter)
 }

@@ -1,7 +1,7 @@
 // Watching for tags that were given up on through the kernel's management interface: the packets
 // (Add Device / Remove Device, Device Found), the duty cycle in virtual time, and a given-up tag
 // reconnected from the kernel's report. The "kernel" is the other end of a socketpair speaking
-// the management protocol (BlueZ doc/mgmt-api.txt).
+// the management protocol (BlueZ doc/mgmt-api.txt), the emulator's `EmulatedManagement`.
 
 import Glibc
 import Testing
@@ -12,78 +12,6 @@ import Profiles
 import LinuxSystem
 import SharedTypes
 import Reactor
-
-/// The kernel's side of a management socket: records the commands, answers each with Command
-/// Complete (status `status`), and reports devices as Device Found.
-final class FakeManagement {
-    let fd: Int32
-    let loop: EventLoop
-    var commands: [(at: Instant, packet: [UInt8])] = []
-    var status: UInt8 = 0
-    /// Devices listed with Add Device (action 0), as the kernel keeps pend_le_reports.
-    var listed: Set<[UInt8]> = []
-    /// Advertisement monitors registered, by handle.
-    var monitors: Set<UInt16> = []
-    private var nextMonitor: UInt16 = 0
-
-    private init(loop: EventLoop, fd: Int32) {
-        self.loop = loop
-        self.fd = fd
-    }
-
-    static func make(loop: EventLoop) throws -> (FakeManagement, ManagementSocket) {
-        let (mine, theirs) = try makeSeqPacketPair()
-        let kernel = FakeManagement(loop: loop, fd: nonBlocking(theirs))
-        try loop.watch(kernel.fd, .readable) { [unowned kernel, unowned loop] _ in
-            while let packet = receive(kernel.fd) { kernel.command(packet) }
-            // The daemon's end closed: stop watching an end that stays readable for ever.
-            var byte: UInt8 = 0
-            if recv(kernel.fd, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK)) == 0 { loop.unwatch(kernel.fd) }
-        }
-        return (kernel, try ManagementSocket(loop: loop, fd: nonBlocking(mine)))
-    }
-
-    private func command(_ p: [UInt8]) {
-        commands.append((loop.now, p))
-        guard p.count >= 6 else { return }
-        let address = Array(p[6..<min(p.count, 13)])
-        if p[0] == 0x33 { listed.insert(address) }
-        if p[0] == 0x34 { listed.remove(address) }
-        if p[0] == 0x52 && p[1] == 0 && status == 0 {
-            // Add Advertisement Patterns Monitor answers with the new monitor's handle.
-            nextMonitor += 1
-            monitors.insert(nextMonitor)
-            transmit(fd, [0x01, 0x00, p[2], p[3], 0x05, 0x00, p[0], p[1], status, UInt8(nextMonitor), 0])
-            return
-        }
-        if p[0] == 0x53 && p[1] == 0 && p.count >= 8 { monitors.remove(UInt16(p[6]) | UInt16(p[7]) << 8) }
-        transmit(fd, [0x01, 0x00, p[2], p[3], 0x03, 0x00, p[0], p[1], status])
-    }
-
-    var adds: [Instant] { commands.filter { $0.packet[0] == 0x33 }.map(\.at) }
-    var removes: [Instant] { commands.filter { $0.packet[0] == 0x34 }.map(\.at) }
-
-    /// Device Found on controller `index` for `address`, with a complete local name.
-    func found(_ address: BluetoothAddress, index: UInt16 = 0, name: String = "CC2650 SensorTag") {
-        let eir = [UInt8(name.utf8.count + 1), 0x09] + Array(name.utf8)
-        let params = managementAddress(address) + [0xC4, 0, 0, 0, 0, UInt8(eir.count), 0] + eir
-        transmit(fd, [0x12, 0x00, UInt8(index), 0x00, UInt8(params.count), 0x00] + params)
-    }
-
-    /// Device Found on controller `index` for `address` with advertising data `data`; with
-    /// `monitor`, as Adv Monitor Device Found from that monitor.
-    func advertises(_ address: BluetoothAddress, _ data: [UInt8], rssi: Int8 = -70, index: UInt16 = 0, monitor: UInt16? = nil) {
-        var params = managementAddress(address) + [UInt8(bitPattern: rssi), 0, 0, 0, 0, UInt8(data.count), 0] + data
-        var code: UInt8 = 0x12
-        if let monitor {
-            params = [UInt8(monitor & 0xFF), UInt8(monitor >> 8)] + params
-            code = 0x2F
-        }
-        transmit(fd, [code, 0x00, UInt8(index), 0x00, UInt8(params.count), 0x00] + params)
-    }
-
-    func isListed(_ address: BluetoothAddress) -> Bool { listed.contains(managementAddress(address)) }
-}
 
 @Suite struct BackgroundScanTests {
     let tag = BluetoothAddress("B0:B4:48:C9:4A:85")!
@@ -115,7 +43,7 @@ final class FakeManagement {
     /// scan) calls the watcher; another device's, or another controller's, does not.
     @Test func aWatchListsTheDeviceTenSecondsOfFifteenAndReportsItsAdvertisements() throws {
         let loop = try EventLoop(clock: ManualClock())
-        let (kernel, socket) = try FakeManagement.make(loop: loop)
+        let (kernel, socket) = try EmulatedManagement.make(loop: loop)
         let scan = BackgroundScan(loop: loop, socket: socket, index: 0)
         var seen = 0
         // Nobody watching: reports are not even parsed.
@@ -148,7 +76,7 @@ final class FakeManagement {
 
     @Test func aRefusalIsToldOnce() throws {
         let loop = try EventLoop(clock: ManualClock())
-        let (kernel, socket) = try FakeManagement.make(loop: loop)
+        let (kernel, socket) = try EmulatedManagement.make(loop: loop)
         kernel.status = 0x14  // Permission Denied: no CAP_NET_ADMIN
         let scan = BackgroundScan(loop: loop, socket: socket, index: 0)
         var told: [String] = []
@@ -164,7 +92,7 @@ final class FakeManagement {
     /// advertisement monitor is the kernel's background scan.
     @Test func aGivenUpTagReturnsWhenTheKernelReportsIt() throws {
         let fleet = try Fleet()
-        let (kernel, socket) = try FakeManagement.make(loop: fleet.loop)
+        let (kernel, socket) = try EmulatedManagement.make(loop: fleet.loop)
         let scan = BackgroundScan(loop: fleet.loop, socket: socket, index: 0)
         let emulator = SensorTagEmulator(model: .cc2650(), loop: fleet.loop, seed: 7)
         let address = BluetoothAddress("00:AA:01:00:00:07")!
@@ -192,7 +120,7 @@ final class FakeManagement {
     /// refusal told once so the command can fall back.
     @Test func discoveryIsTheKernelsAndSharesABusyController() throws {
         let loop = try EventLoop(clock: ManualClock())
-        let (kernel, socket) = try FakeManagement.make(loop: loop)
+        let (kernel, socket) = try EmulatedManagement.make(loop: loop)
         let discovery = Discovery(loop: loop, socket: socket, index: 1)
         var seen: [Advertisement] = []
         var refusals: [String] = []
