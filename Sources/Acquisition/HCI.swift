@@ -224,16 +224,25 @@ public final class HCISocket {
         command(ogf: UInt16(OGF_LE_CTL), ocf: UInt16(OCF_LE_SET_SCAN_ENABLE), [enabled ? 1 : 0, 0])
     }
 
-    public func setAdvertising(enabled: Bool, data: [UInt8] = []) {
+    /// `connectable` false: non-connectable undirected (ADV_NONCONN_IND), as a sensor that only
+    /// broadcasts its readings advertises.
+    public func setAdvertising(enabled: Bool, data: [UInt8] = [], connectable: Bool = true) {
         if enabled {
-            // 100 ms interval, connectable undirected, public address, all channels, no filter
+            // 100 ms interval, (non-)connectable undirected, public address, all channels, no filter
             command(ogf: UInt16(OGF_LE_CTL), ocf: UInt16(OCF_LE_SET_ADVERTISING_PARAMETERS),
-                    [0xA0, 0x00, 0xA0, 0x00, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0x07, 0x00])
-            var payload = [UInt8(data.count)] + data
-            payload += [UInt8](repeating: 0, count: 32 - payload.count)
-            command(ogf: UInt16(OGF_LE_CTL), ocf: UInt16(OCF_LE_SET_ADVERTISING_DATA), payload)
+                    [0xA0, 0x00, 0xA0, 0x00, connectable ? 0x00 : 0x03, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0x07, 0x00])
+            setAdvertisingData(data)
         }
         command(ogf: UInt16(OGF_LE_CTL), ocf: UInt16(OCF_LE_SET_ADVERTISE_ENABLE), [enabled ? 1 : 0])
+    }
+
+    /// Replaces the advertising data, also while advertising (a sensor's new reading): at most
+    /// 31 bytes, a legacy advertisement's.
+    public func setAdvertisingData(_ data: [UInt8]) {
+        let data = data.prefix(31)
+        var payload = [UInt8(data.count)] + data
+        payload += [UInt8](repeating: 0, count: 32 - payload.count)
+        command(ogf: UInt16(OGF_LE_CTL), ocf: UInt16(OCF_LE_SET_ADVERTISING_DATA), payload)
     }
 }
 

@@ -50,6 +50,9 @@ public final class TagFleet {
     /// The devices that only advertise, by tag name: listened for on every adapter that is up
     /// (or on the one they are pinned to), never connected to, taking no connection's room.
     public private(set) var advertisers: [String: AdvertisedDevice] = [:]
+    /// The replay counter an encrypted device's packets must rise above from the start, kept by
+    /// the caller across restarts.
+    public var replayCounter: ((BluetoothAddress, AdvertisingSettings) -> UInt32?)?
     /// The same, for finding a report's device by address without hashing on the hot path.
     private var advertiserList: [(name: String, pin: String?, device: AdvertisedDevice)] = []
     /// Told when an advertising device is heard after silence (true) or has gone silent.
@@ -270,7 +273,7 @@ public final class TagFleet {
                 return
             }
             device = try AdvertisedDevice(address: tag.address, settings: settings, sensors: tag.sensors.map(\.sensor),
-                                          sink: sink, loop: loop)
+                                          sink: sink, loop: loop, counter: replayCounter?(tag.address, settings))
         } catch {
             onAdvertiserNotice?(name, "cannot set up its decryption (\(error)): not listened for")
             return

@@ -28,17 +28,21 @@ public enum AdvertisementEncoding {
     }
 
     /// The BTHome v2 objects of one packet, in the specification's order of ids: packet id,
-    /// battery, temperature, humidity, pressure, then a window contact that opens every tenth
-    /// packet and a button pressed every seventh, so binary sensors and events are exercised.
-    static func bthomeObjects(_ s: PhysicalState, count: UInt64) -> [UInt8] {
+    /// battery, temperature, humidity, then (unless `compact`) pressure and a window contact
+    /// that opens every tenth packet, and a button pressed every seventh, so binary sensors and
+    /// events are exercised. An encrypted packet carries 8 more bytes (counter and MIC), so it
+    /// is compact to fit a legacy advertisement's 31 bytes, as encrypting firmwares' packets do.
+    static func bthomeObjects(_ s: PhysicalState, count: UInt64, compact: Bool) -> [UInt8] {
         let (percent, _) = battery(count)
         let pressure = rounded(s.pressureHectopascal * 100)
         var objects: [UInt8] = [0x00, UInt8(truncatingIfNeeded: count)]
         objects += [0x01, UInt8(percent)]
         objects += [0x02] + le16(rounded(s.humidityCelsius * 100))
         objects += [0x03] + le16(rounded(s.relativeHumidity * 100))
-        objects += [0x04, UInt8(truncatingIfNeeded: pressure), UInt8(truncatingIfNeeded: pressure >> 8), UInt8(truncatingIfNeeded: pressure >> 16)]
-        objects += [0x2D, count % 10 == 0 ? 1 : 0]
+        if !compact {
+            objects += [0x04, UInt8(truncatingIfNeeded: pressure), UInt8(truncatingIfNeeded: pressure >> 8), UInt8(truncatingIfNeeded: pressure >> 16)]
+            objects += [0x2D, count % 10 == 0 ? 1 : 0]
+        }
         if count % 7 == 0 { objects += [0x3A, 0x01] }
         return objects
     }
@@ -47,7 +51,7 @@ public enum AdvertisementEncoding {
     /// with AES-CCM for `address` and `counter` as the specification's encryption describes.
     public static func bthome(_ s: PhysicalState, count: UInt64, address: BluetoothAddress,
                               cipher: AESCCM? = nil, counter: UInt32 = 0) throws(CipherError) -> [UInt8] {
-        let objects = bthomeObjects(s, count: count)
+        let objects = bthomeObjects(s, count: count, compact: cipher != nil)
         guard let cipher else {
             return flags + structure(0x16, [0xD2, 0xFC, 0x40] + objects)
         }

@@ -37,8 +37,11 @@ public final class EmulatedAdvertiser {
     private var sentOfCurrent = 0
     private var timer: TimerID?
 
+    /// `counter`: an encrypted device's counter before its first packet. A device's counter
+    /// survives its own restarts and those of whoever listens, so an emulator that starts with
+    /// the daemon gives one that keeps rising across runs (the wall clock's seconds).
     public init(format: Format, address: BluetoothAddress, seed: UInt64 = 1,
-                interval: Duration = .seconds(2), repeats: Int = 2) throws(CipherError) {
+                interval: Duration = .seconds(2), repeats: Int = 2, counter: UInt32 = 0) throws(CipherError) {
         precondition(repeats >= 1 && interval > .zero)
         self.format = format
         self.address = address
@@ -46,8 +49,7 @@ public final class EmulatedAdvertiser {
         self.repeats = repeats
         environment = Environment(seed: seed)
         if case .bthome(let key?) = format { cipher = try AESCCM(key: key) } else { cipher = nil }
-        // A device's counter survives its own restarts; start somewhere that is not zero.
-        counter = UInt32(truncatingIfNeeded: seed &* 1_000)
+        self.counter = counter
     }
 
     /// The packet of the measurement taken `seconds` into the room's day.
@@ -68,7 +70,7 @@ public final class EmulatedAdvertiser {
     }
 
     /// Advertises on `loop` from now on, handing each packet to `send`, until `stop()`.
-    func start(on loop: EventLoop, _ send: @escaping ([UInt8]) -> Void) {
+    public func start(on loop: EventLoop, _ send: @escaping ([UInt8]) -> Void) {
         stop()
         let step = interval / repeats
         func tick() {
@@ -86,7 +88,7 @@ public final class EmulatedAdvertiser {
 
     private weak var loop: EventLoop?
 
-    func stop() {
+    public func stop() {
         loop?.cancel(timer)
         timer = nil
     }

@@ -5,6 +5,7 @@ import LinuxSystem
 import SharedTypes
 import Reactor
 import Acquisition
+import Ciphers
 import SensorTagEmulator
 import Configuration
 import MQTTClient
@@ -26,6 +27,8 @@ final class Daemon: TagSupervisorDelegate {
     /// it, so a reload that replaces the publication neither reuses nor skips a number (the old
     /// one still numbers the readings of its goodbye). Written as clean only at the real stop.
     private let sequences: SequenceStore
+    /// Encrypted devices' replay counters, kept across restarts in the spool directory.
+    private let replayCounters: ReplayCounterStore
     /// Whether readings' times can be trusted yet; told to every publication.
     private let wallClock: WallClockWatch
     private let started: Instant
@@ -55,6 +58,7 @@ final class Daemon: TagSupervisorDelegate {
         loop = try EventLoop()
         started = loop.now
         sequences = SequenceStore(directory: configuration.spool.path, log: Log.write)
+        replayCounters = ReplayCounterStore(directory: configuration.spool.path, log: Log.write)
         wallClock = WallClockWatch(loop: loop, log: Log.write)
         publication = try Daemon.publication(configuration, loop: loop, sequences: sequences)
         switch source {
@@ -99,6 +103,9 @@ final class Daemon: TagSupervisorDelegate {
             publication.identified(name, model: model, firmware: nil, sensors: sensors)
         }
         fleet.onAdvertiserNotice = { name, message in Log.warning("\(name): \(message)") }
+        fleet.replayCounter = { [replayCounters] address, settings in
+            settings.key?.checkValue.flatMap { replayCounters.counter(address: address, checkValue: $0) }
+        }
         wallClock.onChange = { [weak self] synced in
             guard let self else { return }
             publication.clockSynced = synced
@@ -122,6 +129,7 @@ final class Daemon: TagSupervisorDelegate {
         publication.start()
         fleet.start()
         scheduleStats()
+        scheduleReplayCounters()
         // Once start-up is behind it (tags found and streaming in well under a second), the
         // daemon gives back the code it will not run again (about 3 MB of its resident memory).
         loop.schedule(after: .seconds(5)) {
@@ -138,6 +146,26 @@ final class Daemon: TagSupervisorDelegate {
         return exitStatus
     }
 
+    // MARK: Replay counters
+
+    /// Encrypted devices' counters are written at most once a minute (and at the stop), so a
+    /// power cut loses at most a minute's: never per packet, which would wear an SD card.
+    private func scheduleReplayCounters() {
+        loop.schedule(after: .seconds(60)) { [weak self] in
+            guard let self, !stopping else { return }
+            keepReplayCounters()
+            scheduleReplayCounters()
+        }
+    }
+
+    private func keepReplayCounters() {
+        for device in fleet.advertisers.values {
+            guard let counter = device.counter, let check = device.settings.key?.checkValue else { continue }
+            replayCounters.update(address: device.address, checkValue: check, counter: counter)
+        }
+        replayCounters.save()
+    }
+
     // MARK: Lifecycle
 
     private func stop(reason: String) {
@@ -149,6 +177,7 @@ final class Daemon: TagSupervisorDelegate {
         wallClock.stop()
         // No reading comes after the links are down: the exact next numbers, for the next start.
         sequences.saveClean()
+        keepReplayCounters()
         // The publisher gets 1.5 s to say offline and flush; the loop ends at 1.9 s whatever happens.
         loop.schedule(after: .milliseconds(1900)) { [loop] in loop.stop() }
         publication.stop { [loop] in loop.stop() }

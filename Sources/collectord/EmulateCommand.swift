@@ -6,15 +6,19 @@ import LinuxSystem
 import SharedTypes
 import Reactor
 import Acquisition
+import Ciphers
 import SensorTagEmulator
 import Configuration
 
 /// `collectord emulate`: a SensorTag on a second adapter (or a virtual controller), for trying
 /// the daemon without hardware and for the end-to-end tests.
 struct Emulate: Command {
-    static let model = Option("model", default: "cc2650", help: "Tag model: cc2541, cc2650, cc1350, or gatt (a standard Bluetooth device: Environmental Sensing, Heart Rate, Battery).")
+    static let model = Option("model", default: "cc2650", help: "Tag model: cc2541, cc2650, cc1350, or gatt (a standard Bluetooth device: Environmental Sensing, Heart Rate, Battery); or a device that only advertises: bthome, ruuvi, pvvx, atc1441, or advertisement (a declared format, --advertisement).")
+    static let key = Option<String?>("key", valueName: "hex", help: "With --model bthome: encrypt with this bindkey (32 hex digits).")
+    static let advertisementName = Option<String?>("advertisement", valueName: "name", help: "With --model advertisement: the [[advertisement]] of --config to send.")
+    static let intervalMs = Option("interval-ms", default: 2000, valueName: "milliseconds", help: "A device that only advertises: a new reading this often (100 to 60000).")
     static let profile = Option<String?>("profile", valueName: "name", help: "With --model gatt: also serve the characteristics of this [[profile]] of --config.")
-    static let config = Option<String>("config", default: "/etc/collectord.conf", valueName: "path", help: "The configuration that declares --profile.")
+    static let config = Option<String>("config", default: "/etc/collectord.conf", valueName: "path", help: "The configuration that declares --profile or --advertisement.")
     static let adapter = Option("adapter", default: "hci1", valueName: "hciN", help: "Adapter to advertise and accept connections on.")
     static let firmware = Option<String?>("firmware", valueName: "revision", help: "Firmware revision string to report (default: the model's usual one).")
     static let seed = Option<UInt64>("seed", default: 1, valueName: "n", help: "Seed for the simulated environment, so two tags differ.")
@@ -35,16 +39,22 @@ struct Emulate: Command {
         name: "emulate",
         abstract: "Behave like a SensorTag on an adapter: advertise, accept connections, stream.",
         discussion: """
-            Runs until killed. Exit status: 64 bad arguments, 69 no usable adapter.
+            Runs until killed. Exit status: 64 bad arguments, 69 no usable adapter. \
+            A device that only advertises (--model bthome, ruuvi, pvvx, atc1441, advertisement) \
+            broadcasts a new reading of the emulated room every --interval-ms from the adapter's \
+            address, non-connectable; SIGUSR1 silences it and brings it back.
             With --socket-dir, serves --tags emulated tags on AF_UNIX sockets named by address \
             instead (for `run --tag-sockets`, the benchmarks and the soak), and prints a summary \
             line on SIGTERM; SIGUSR1 drops every link.
             """,
-        arguments: [model, profile, config, adapter, firmware, seed, socketDir, tags, firstAddress, intervalUs, dropEvery, malformedEvery, silentTags,
+        arguments: [model, key, advertisementName, intervalMs, profile, config, adapter, firmware, seed, socketDir, tags, firstAddress, intervalUs, dropEvery, malformedEvery, silentTags,
                     unknownHandleMs, withoutSensorServices, hostileStrings]
     )
 
     var model: String
+    var key: String?
+    var advertisementName: String?
+    var intervalMs: Int
     var profile: String?
     var config: String
     var adapter: String
@@ -63,6 +73,9 @@ struct Emulate: Command {
 
     init(_ arguments: ParsedArguments) {
         model = arguments[Self.model]
+        key = arguments[Self.key]
+        advertisementName = arguments[Self.advertisementName]
+        intervalMs = arguments[Self.intervalMs]
         profile = arguments[Self.profile]
         config = arguments[Self.config]
         adapter = arguments[Self.adapter]
@@ -88,8 +101,13 @@ struct Emulate: Command {
     }
 
     func run() throws {
-        guard let hardware = Model(rawValue: model.lowercased()), !hardware.isAdvertising else {
-            writeStderr("collectord emulate: unknown model '\(model)' (expected cc2541, cc2650, cc1350, gatt)\n")
+        guard let hardware = Model(rawValue: model.lowercased()) else {
+            writeStderr("collectord emulate: unknown model '\(model)' (expected cc2541, cc2650, cc1350, gatt, bthome, ruuvi, pvvx, atc1441, advertisement)\n")
+            throw ExitCode(64)
+        }
+        if hardware.isAdvertising { return try broadcast(hardware) }
+        if key != nil || advertisementName != nil {
+            writeStderr("collectord emulate: --key and --advertisement describe a device that only advertises\n")
             throw ExitCode(64)
         }
         let emulated: EmulatedModel
@@ -172,6 +190,80 @@ struct Emulate: Command {
         advertise()
         loop.run()
         listener.close()
+    }
+
+    /// A device that only advertises, on the adapter: its format's packets of the emulated room,
+    /// a new one every --interval-ms, non-connectable.
+    private func broadcast(_ hardware: Model) throws {
+        let format: EmulatedAdvertiser.Format
+        switch hardware {
+        case .bthome:
+            var aes: AESKey?
+            if let key {
+                do { aes = try AESKey(hex: key) } catch {
+                    writeStderr("collectord emulate: --key: \(error)\n")
+                    throw ExitCode(64)
+                }
+            }
+            format = .bthome(key: aes)
+        case .ruuvi: format = .ruuvi
+        case .pvvx: format = .pvvx
+        case .atc1441: format = .atc1441
+        default:
+            guard let advertisementName else {
+                writeStderr("collectord emulate: --model advertisement needs --advertisement <name> of --config\n")
+                throw ExitCode(64)
+            }
+            switch DaemonConfiguration.load(path: config) {
+            case .failure(let errors):
+                writeStderr("collectord emulate: --config: \(errors.lines.first ?? config)\n")
+                throw ExitCode(64)
+            case .success(let c):
+                guard let declared = c.advertisements[advertisementName] else {
+                    writeStderr("collectord emulate: --advertisement: \(config) declares no advertisement '\(advertisementName)'\n")
+                    throw ExitCode(64)
+                }
+                format = .declared(declared)
+            }
+        }
+        guard key == nil || hardware == .bthome, socketDir == nil, profile == nil, (100...60_000).contains(intervalMs) else {
+            writeStderr("collectord emulate: --key is for bthome; --socket-dir and --profile are not for a device that only advertises; --interval-ms is 100 to 60000\n")
+            throw ExitCode(64)
+        }
+        let loop = try EventLoop()
+        let local: Adapter
+        let hci: HCISocket
+        let device: EmulatedAdvertiser
+        do {
+            local = try Adapter.named(adapter)
+            hci = try HCISocket(loop: loop, adapter: local.id)
+            device = try EmulatedAdvertiser(format: format, address: local.address, seed: seed,
+                                            interval: .milliseconds(intervalMs), repeats: 1, counter: wallClockCounter())
+        } catch {
+            writeStderr("collectord emulate: \(error)\n")
+            throw ExitCode(69)
+        }
+        var sent = 0
+        hci.setAdvertising(enabled: true, data: device.measure(at: 0), connectable: false)
+        device.start(on: loop) { data in
+            hci.setAdvertisingData(data)
+            sent += 1
+        }
+        try loop.handleSignals([SIGTERM, SIGINT, SIGUSR1]) { signal in
+            guard signal == SIGUSR1 else { return loop.stop() }
+            device.silent.toggle()
+            if device.silent {
+                hci.setAdvertising(enabled: false)
+                writeStderr("<6>emulate: silent\n")
+            } else {
+                hci.setAdvertising(enabled: true, data: device.measure(at: 0), connectable: false)
+                writeStderr("<6>emulate: \(hardware) advertising on \(local) again\n")
+            }
+        }
+        writeStderr("<6>emulate: \(hardware) advertising on \(local) every \(intervalMs) ms\n")
+        loop.run()
+        hci.setAdvertising(enabled: false)
+        print(#"{"model":"\#(hardware)","packets":\#(sent)}"#)
     }
 
     private func serveSockets(_ directory: String, _ model: EmulatedModel, _ loop: EventLoop, _ hostile: [HostileString]) throws {

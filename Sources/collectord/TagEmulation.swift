@@ -58,7 +58,7 @@ final class TagEmulation {
         case .declared(let d): format = .declared(d)
         }
         do {
-            kernel.add(try EmulatedAdvertiser(format: format, address: tag.address, seed: seed))
+            kernel.add(try EmulatedAdvertiser(format: format, address: tag.address, seed: seed, counter: wallClockCounter()))
         } catch {
             Log.error("\(tag.name): cannot emulate it: \(error)")
             return
@@ -66,4 +66,11 @@ final class TagEmulation {
         seed += 1
         Log.notice("\(tag.name): emulated \(tag.model?.rawValue ?? "advertising") device at \(tag.address)")
     }
+}
+
+/// An emulated encrypted device's first counter: the wall clock's seconds, so that it keeps
+/// rising across the daemon's restarts (one packet every two seconds never catches up), as a
+/// real device's does, and the daemon's kept replay counter does not refuse it.
+func wallClockCounter() -> UInt32 {
+    UInt32(truncatingIfNeeded: WallTime.now().nanosecondsSinceEpoch / 1_000_000_000)
 }

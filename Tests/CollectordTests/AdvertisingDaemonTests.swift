@@ -64,7 +64,7 @@ import TestHarness
     /// What each advertiser publishes: tag/sensor → field → unit.
     static let expected: [String: [String: String]] = [
         "bedroom/temperature": ["temperature": "°C"], "bedroom/humidity": ["humidity": "%RH"],
-        "bedroom/pressure": ["pressure": "hPa"], "bedroom/battery": ["battery": "%"],
+        "bedroom/battery": ["battery": "%"],
         "freezer/temperature": ["temperature": "°C"], "freezer/humidity": ["humidity": "%RH"],
         "freezer/pressure": ["pressure": "hPa"], "freezer/voltage": ["voltage": "V"],
         "freezer/acceleration": ["x": "g", "y": "g", "z": "g"],
@@ -111,5 +111,42 @@ import TestHarness
         }
         // The encrypted device's button: events, published as they come.
         #expect(lines.contains { $0.topic == "collectord/tags/bedroom/button" && $0.payload.contains(#""button":{"value":"press"}"#) })
+    }
+
+    /// The encrypted device's replay counter outlives the daemon: written at the stop, and read
+    /// at the next start, whose packets must rise above it. A kept counter above the device's is
+    /// honoured: its packets are refused as replays (and said so), while the others publish.
+    @Test func theReplayCounterIsKeptAcrossRestarts() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "#")
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly + Self.advertisers))
+        try daemon.start()
+        #expect(sub.waitFor(seconds: 60) { $0.seqs("bedroom/temperature").count >= 2 })
+        _ = daemon.stop()
+        let file = daemon.directory.sub("spool/replay-counters")
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        let line = text.split(separator: "\n").first { $0.hasPrefix("A4:C1:38:12:34:56 8cc05b9f ") }
+        let kept = try #require(line.flatMap { UInt32($0.split(separator: " ")[2]) }, "\(text)")
+        #expect(kept > 1_700_000_000, "the emulated device's counter starts at the wall clock's seconds: \(kept)")
+
+        // A start after a clean stop goes on: the device's counter is still above the kept one.
+        try daemon.start()
+        let before = sub.seqs("bedroom/temperature").count
+        #expect(sub.waitFor(seconds: 60) { $0.seqs("bedroom/temperature").count >= before + 2 })
+        _ = daemon.stop()
+
+        // A kept counter far above the device's: everything it sends is a replay now.
+        try "collectord-replay-counters 1\nA4:C1:38:12:34:56 8cc05b9f 4000000000\n".write(toFile: file, atomically: false, encoding: .utf8)
+        let published = sub.seqs("bedroom/temperature").count
+        let hallway = sub.seqs("hallway/temperature").count
+        try daemon.start()
+        #expect(sub.waitFor(seconds: 60) { $0.seqs("hallway/temperature").count >= hallway + 5 })
+        #expect(daemon.waitForLog("repeated an old counter", seconds: 30))
+        let (_, status) = daemon.stop()
+        sub.stop()
+        #expect(status == 0)
+        #expect(sub.seqs("bedroom/temperature").count == published, "no replayed reading published")
+        let after = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(after.contains("A4:C1:38:12:34:56 8cc05b9f 4000000000"), "the higher counter is kept: \(after)")
     }
 }

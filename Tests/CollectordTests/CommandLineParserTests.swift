@@ -195,6 +195,18 @@ private struct Probe: Command {
             Issue.record("emulate with faults"); return
         }
         #expect(faulty.unknownHandleMs == 500 && faulty.withoutSensorServices && faulty.hostileStrings == "all")
+        guard case .run(let a) = try parse(["emulate", "--model", "bthome", "--key", "231d39c1d7cc1ab1aee224cd096db932",
+                                            "--interval-ms", "500", "--adapter", "hci2"]),
+              let advertiser = a as? Emulate else {
+            Issue.record("emulate an advertiser"); return
+        }
+        #expect(advertiser.model == "bthome" && advertiser.key == "231d39c1d7cc1ab1aee224cd096db932" && advertiser.intervalMs == 500)
+        #expect(advertiser.adapter == "hci2" && advertiser.advertisementName == nil)
+        guard case .run(let d) = try parse(["emulate", "--model", "advertisement", "--advertisement", "scale", "--config", "/c.conf"]),
+              let declared = d as? Emulate else {
+            Issue.record("emulate a declared advertiser"); return
+        }
+        #expect(declared.advertisementName == "scale" && declared.config == "/c.conf" && declared.intervalMs == 2000)
     }
 
     @Test(arguments: [

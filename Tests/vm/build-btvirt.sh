@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds BlueZ's btvirt (virtual LE controllers) from Debian's bluez-source with our patches
-# (Tests/vm/btvirt-*.patch: multilink, reset-drops-links, le-read-rssi, scan-first-report), by one gcc
+# (Tests/vm/btvirt-*.patch: multilink, reset-drops-links, le-read-rssi, scan-first-report,
+# adv-data-reports), by one gcc
 # invocation over the sources btvirt needs (no configure, no automake, no glib). Prints the
 # binary's path on stdout.
 #
@@ -14,7 +15,7 @@ repo="$(cd "$here/../.." && pwd)"
 cache="${1:-$repo/.build-vm/btvirt}"
 tarball=/usr/src/bluez.tar.bz2
 patches=("$here/btvirt-multilink.patch" "$here/btvirt-reset-drops-links.patch" "$here/btvirt-le-read-rssi.patch"
-         "$here/btvirt-scan-first-report.patch")
+         "$here/btvirt-scan-first-report.patch" "$here/btvirt-adv-data-reports.patch")
 
 [ -r "$tarball" ] || { echo "build-btvirt: $tarball missing (apt install bluez-source)" >&2; exit 1; }
 version="$(dpkg-query -W -f='${Version}' bluez-source)"
