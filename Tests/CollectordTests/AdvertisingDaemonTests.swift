@@ -149,4 +149,31 @@ import TestHarness
         let after = try String(contentsOfFile: file, encoding: .utf8)
         #expect(after.contains("A4:C1:38:12:34:56 8cc05b9f 4000000000"), "the higher counter is kept: \(after)")
     }
+
+    /// The README's example of every format, as printed there (its key file made here), runs:
+    /// every device of it publishes.
+    @Test func theReadmeExampleStreams() throws {
+        let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md")
+        let text = try String(contentsOf: readme, encoding: .utf8)
+        let marked = try #require(text.components(separatedBy: "<!-- checked by AdvertisingDaemonTests.theReadmeExampleStreams -->").dropFirst().first)
+        let block = String((marked.components(separatedBy: "```").dropFirst().first ?? "").drop { $0 != "\n" }.dropFirst())
+        #expect(block.contains("key_file = \"/etc/collectord/bedroom.key\""))
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "#")
+        let keys = TemporaryDirectory("keys")
+        let keyFile = keys.sub("bedroom.key")
+        try "231d39c1d7cc1ab1aee224cd096db932\n".write(toFile: keyFile, atomically: false, encoding: .utf8)
+        #expect(chmod(keyFile, 0o600) == 0)
+        let tags = block.replacingOccurrences(of: "/etc/collectord/bedroom.key", with: keyFile)
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: tags))
+        try daemon.start()
+        let expected = ["bedroom/temperature", "bedroom/humidity", "bedroom/battery", "freezer/temperature", "freezer/acceleration",
+                        "hallway/temperature", "hallway/voltage", "attic/humidity", "scale/weight"]
+        #expect(sub.waitFor(seconds: 90) { s in expected.allSatisfy { !s.seqs($0).isEmpty } }, "every device of the README's example publishes")
+        let (_, status) = daemon.stop()
+        sub.stop()
+        #expect(status == 0)
+        #expect(sub.seqs("bedroom/pressure").isEmpty, "bedroom publishes only the sensors it lists")
+    }
 }
