@@ -4,7 +4,8 @@
 //     <ha_prefix>/device/<node>/config   {"dev":…,"o":…,"availability":…,"cmps":{<object>:{"p":"sensor",…},…}}
 //   entity (older Home Assistant): one retained config per entity,
 //     <ha_prefix>/sensor/<node>/<object>/config          numeric fields
-//     <ha_prefix>/binary_sensor/<node>/<object>/config   one per key bit (keys sensor)
+//     <ha_prefix>/binary_sensor/<node>/<object>/config   one per key bit (keys sensor), BTHome binary objects
+//     <ha_prefix>/event/<node>/<object>/config           BTHome buttons, dimmers, commands
 //
 // node   = "sensortag_" + the tag's address in lower-case hex without colons (b0b448c94a85): stable
 //          when the tag is renamed in the configuration, valid in a discovery topic ([A-Za-z0-9_-]).
@@ -13,21 +14,30 @@
 //          the configuration checks against). The same object ids and unique ids in both forms.
 //
 // Choices (documented for the operator):
-// - Numeric fields are `sensor` entities with `state_class: measurement`, a
-//   `suggested_display_precision` of the decimal places their sensor resolves
-//   (`SensorProfile.decimals`), and a `device_class` only where Home Assistant has one that fits:
-//   °C temperature, %RH humidity, hPa pressure, lux illuminance, battery %. Accelerations (g),
-//   rates (°/s) and fields (µT) have none.
-// - Motion (accelerometer, gyroscope, magnetometer, the CC2650's movement) is disabled by
-//   default (`enabled_by_default: false`): up to 10 readings a second per axis would fill the
-//   recorder; whoever wants an axis enables it.
+// - Numeric fields are `sensor` entities with a `suggested_display_precision` of the decimal
+//   places their sensor resolves (`SensorProfile.decimals`), and a `device_class` only where
+//   Home Assistant has one that fits the unit it accepts for that class: °C temperature, %RH
+//   humidity, hPa pressure, lux illuminance, battery %, and an advertiser's volts, watts, kWh,
+//   m³, litres and the like. Accelerations (g, m/s²), rates (°/s), fields (µT), angles and
+//   counts have none.
+// - `state_class` is what Home Assistant allows with the class (`stateClass`): a meter's energy,
+//   gas, water or volume and a rain gauge's precipitation `total_increasing`, a timestamp none
+//   (BTHome's seconds since the epoch, shown as a time), everything else `measurement`.
+// - A sensor whose one field bears its name (an advertiser's) is named once: "Temperature".
+// - Motion (accelerometer, gyroscope, magnetometer, the CC2650's movement) of a connected tag is
+//   disabled by default (`enabled_by_default: false`): up to 10 readings a second per axis would
+//   fill the recorder; whoever wants an axis enables it. An advertiser's readings come at most
+//   every `min_interval_s`: all of them are enabled.
 // - Units in the config are Home Assistant's spellings where its device class demands one
 //   ("%" for humidity, "lx" for illuminance); the detailed payloads keep collectord's own ("%RH",
 //   "lux").
 // - The keys bitmap becomes one `binary_sensor` per bit (the two keys and the reed relay on a
 //   CC2650 / side key on a CC2541), ON while the bit is set. Other bit fields (IO outputs,
 //   self-test results) are diagnostic `sensor`s showing the index list (detailed) or the mask
-//   (flat).
+//   (flat). BTHome's binary objects and events: HomeAssistantAdvertised.swift.
+// - The device's model is an advertiser's format ("BTHome v2", "RuuviTag", "pvvx custom",
+//   "ATC1441", a declared advertisement's name); its maker is named where the model has one (TI,
+//   Ruuvi Innovations) or a generic device says it.
 // - Battery, IO and self-test entities are `entity_category: diagnostic`.
 // - Availability needs both the daemon (its status topic) and the tag's BLE link (the tag's
 //   availability topic): `availability_mode: all`.
@@ -89,9 +99,13 @@ public struct HomeAssistantDiscovery: Sendable {
         /// A generic device's Manufacturer Name and Model Number strings.
         public var manufacturer: String?
         public var modelName: String?
+        /// A device that sends an advertisement format declared in the configuration: its
+        /// sensors, with their units and classes, and its name as the device's model.
+        public var advertisement: DeclaredAdvertisement?
 
         public init(tag: String, address: String, model: Model, firmware: String? = nil, displayName: String? = nil,
-                    profile: DeviceProfile? = nil, manufacturer: String? = nil, modelName: String? = nil) {
+                    profile: DeviceProfile? = nil, manufacturer: String? = nil, modelName: String? = nil,
+                    advertisement: DeclaredAdvertisement? = nil) {
             self.manufacturer = manufacturer
             self.modelName = modelName
             self.tag = tag
@@ -100,6 +114,25 @@ public struct HomeAssistantDiscovery: Sendable {
             self.firmware = firmware
             self.displayName = displayName
             self.profile = profile
+            self.advertisement = advertisement
+        }
+
+        /// A configured tag, as it said it is (`model`, nil while unknown: a SensorTag's
+        /// generation is found when it connects), with its declared profile or advertisement.
+        public init(_ tag: TagConfiguration, model: Model?, firmware: String? = nil, manufacturer: String? = nil,
+                    modelName: String? = nil) {
+            var declared: DeclaredAdvertisement?
+            if case .declared(let format)? = tag.advertising?.format { declared = format }
+            self.init(tag: tag.name, address: tag.address.description, model: model ?? tag.model ?? .cc2650, firmware: firmware,
+                      profile: tag.profile, manufacturer: manufacturer, modelName: modelName, advertisement: declared)
+        }
+
+        /// How `sensor` is decoded on this device, as `TagConfiguration.sensorProfile` finds it:
+        /// a declared advertisement's own sensors only; else the declared profile's, then the
+        /// model's built-in ones.
+        public func sensorProfile(_ sensor: Sensor) -> SensorProfile? {
+            if let advertisement { return advertisement.profile(for: sensor) }
+            return profile?.profile(for: sensor) ?? SensorProfile.lookup(model, sensor)
         }
     }
 
@@ -165,7 +198,9 @@ public struct HomeAssistantDiscovery: Sendable {
         switch form {
         case .device:
             var seen = Set<String>(), topics: [String] = []
-            for model in [Model.cc2650, .cc2541] {
+            // A SensorTag announced before it said its generation may have been either; any
+            // other device is the model it is configured as.
+            for model in device.model.isSensorTag ? [Model.cc2650, .cc2541] : [device.model] {
                 var d = device
                 d.model = model
                 for e in entities(for: d, sensors: sensors) {
@@ -202,12 +237,14 @@ public struct HomeAssistantDiscovery: Sendable {
         public let members: [(String, JSONValue)]
     }
 
-    /// Every entity of the listed sensors the model has, in the order of the sensors and fields,
-    /// then the link's signal strength (HomeAssistantLinkQuality.swift).
+    /// Every entity of the listed sensors the model has, in the order of the sensors and fields
+    /// (a BTHome event sensor's one event entity, HomeAssistantAdvertised.swift), then the
+    /// signal strength (StatisticsMessage.swift).
     public func entities(for device: Device, sensors: [Sensor], settings: SensorSettings = SensorSettings()) -> [Entity] {
         sensors.flatMap { sensor -> [Entity] in
-            guard let profile = device.profile?.profile(for: sensor) ?? SensorProfile.lookup(device.model, sensor) else { return [] }
-            return entities(for: device, sensor: sensor, fields: profile.fields(settings))
+            if let profile = device.sensorProfile(sensor) { return entities(for: device, sensor: sensor, fields: profile.fields(settings)) }
+            if device.model == .bthome, let events = BTHome.events(of: sensor) { return [eventEntity(for: device, sensor: sensor, events: events)] }
+            return []
         } + [linkQualityEntity(for: device)]
     }
 
@@ -220,16 +257,16 @@ public struct HomeAssistantDiscovery: Sendable {
             let object = EntityNames.objectID(sensor: sensor, field: name)
             if field.isBits && sensor == .keys {
                 for (bit, label) in HomeAssistantDiscovery.keyBits(device.model) {
-                    let objectID = EntityNames.objectID(sensor: sensor, field: name, bit: bit)
-                    result.append(Entity(component: "binary_sensor", objectID: objectID, members: [
-                        ("name", .string(label)),
-                        ("unique_id", .string("collectord_\(node)_\(objectID)")),
-                        ("state_topic", stateTopic),
-                        ("value_template", .string(HomeAssistantDiscovery.guarded(keyTemplate(name, bit: bit), sensor))),
-                        ("payload_on", "ON"),
-                        ("payload_off", "OFF"),
-                    ]))
+                    result.append(binarySensor(device, objectID: EntityNames.objectID(sensor: sensor, field: name, bit: bit), name: label,
+                                               stateTopic: stateTopic, template: HomeAssistantDiscovery.guarded(keyTemplate(name, bit: bit), sensor)))
                 }
+                continue
+            }
+            if field.isBinary {
+                result.append(binarySensor(device, objectID: object, name: HomeAssistantDiscovery.entityName(sensor: sensor, field: name),
+                                           stateTopic: stateTopic,
+                                           template: HomeAssistantDiscovery.guarded("'ON' if \(valuePath(name)) else 'OFF'", sensor),
+                                           deviceClass: HomeAssistantDiscovery.binaryDeviceClass(sensor)))
                 continue
             }
             var members: [(String, JSONValue)] = [
@@ -240,26 +277,34 @@ public struct HomeAssistantDiscovery: Sendable {
             if field.isBits {
                 members.append(("value_template", .string(HomeAssistantDiscovery.guarded(payload == .flat ? valuePath(name) : "\(valuePath(name)) | join(',')", sensor))))
             } else {
-                members.append(("value_template", .string(HomeAssistantDiscovery.guarded(valuePath(name), sensor))))
                 // A declared field says its own unit and class; a built-in one's follow from its unit.
-                if let unit = field.declaredUnit ?? HomeAssistantDiscovery.unit(field.unit) {
+                let deviceClass = field.declaredDeviceClass ?? HomeAssistantDiscovery.deviceClass(sensor: sensor, unit: field.unit)
+                let numeric = !HomeAssistantDiscovery.nonNumericDeviceClasses.contains(deviceClass ?? "")
+                // A built-in timestamp is seconds since the epoch; Home Assistant shows a time.
+                let value = deviceClass == "timestamp" && field.declaredDeviceClass == nil
+                    ? "(\(valuePath(name)) | int) | timestamp_custom('%Y-%m-%dT%H:%M:%S+00:00', false)" : valuePath(name)
+                members.append(("value_template", .string(HomeAssistantDiscovery.guarded(value, sensor))))
+                if numeric, let unit = field.declaredUnit ?? HomeAssistantDiscovery.unit(field.unit) {
                     members.append(("unit_of_measurement", .string(unit)))
                 }
-                if let deviceClass = field.declaredDeviceClass ?? HomeAssistantDiscovery.deviceClass(sensor: sensor, unit: field.unit) {
+                if let deviceClass {
                     members.append(("device_class", .string(deviceClass)))
                 }
-                members.append(("state_class", "measurement"))
+                if let stateClass = HomeAssistantDiscovery.stateClass(deviceClass: deviceClass, sensor: sensor) {
+                    members.append(("state_class", .string(stateClass)))
+                }
                 // Only a fixed resolution is a precision: Home Assistant refuses a negative one,
                 // and a float's digits are its own.
-                if field.decimals >= 0 {
+                if numeric && field.decimals >= 0 {
                     members.append(("suggested_display_precision", .integer(Int64(field.decimals))))
                 }
             }
             if sensor == .battery || sensor == .io || sensor == .test || (sensor == .heartRate && name == "contact") {
                 members.append(("entity_category", "diagnostic"))
             }
-            // RR intervals come with every beat, several per reading: kept, but not recorded by default.
-            if HomeAssistantDiscovery.isMotion(sensor) || (sensor == .heartRate && name.hasPrefix("rr_")) {
+            // RR intervals come with every beat, several per reading: kept, but not recorded by
+            // default. An advertiser's readings come at most every `min_interval_s`: all on.
+            if (HomeAssistantDiscovery.isMotion(sensor) && !device.model.isAdvertising) || (sensor == .heartRate && name.hasPrefix("rr_")) {
                 members.append(("enabled_by_default", false))
             }
             result.append(Entity(component: "sensor", objectID: object, members: members))
@@ -286,10 +331,10 @@ public struct HomeAssistantDiscovery: Sendable {
             ("identifiers", .array([.string(HomeAssistantDiscovery.nodeID(address: device.address))])),
             ("connections", .array([.array(["bluetooth", .string(device.address.lowercased())])])),
             ("name", .string(device.displayName ?? device.tag)),
-            ("model", .string(device.modelName ?? HomeAssistantDiscovery.modelName(device.model))),
+            ("model", .string(device.modelName ?? device.advertisement?.name ?? HomeAssistantDiscovery.modelName(device.model))),
         ]
         // A generic device's maker is whatever its Device Information says, not TI.
-        if let maker = device.model.isSensorTag ? "Texas Instruments" : device.manufacturer {
+        if let maker = HomeAssistantDiscovery.manufacturer(device.model) ?? device.manufacturer {
             deviceMembers.insert(("manufacturer", .string(maker)), at: 3)
         }
         if let firmware = device.firmware { deviceMembers.append(("sw_version", .string(firmware))) }
@@ -301,6 +346,22 @@ public struct HomeAssistantDiscovery: Sendable {
             (deviceKey, .object(deviceMembers)),
             (originKey, .object([("name", "collectord"), ("sw_version", .string(softwareVersion))])),
         ]
+    }
+
+    /// A `binary_sensor` that is ON or OFF as `template` renders it: a key bit, a BTHome binary
+    /// object.
+    func binarySensor(_ device: Device, objectID: String, name: String, stateTopic: JSONValue, template: String,
+                      deviceClass: String? = nil) -> Entity {
+        var members: [(String, JSONValue)] = [
+            ("name", .string(name)),
+            ("unique_id", .string("collectord_\(HomeAssistantDiscovery.nodeID(address: device.address))_\(objectID)")),
+            ("state_topic", stateTopic),
+            ("value_template", .string(template)),
+            ("payload_on", "ON"),
+            ("payload_off", "OFF"),
+        ]
+        if let deviceClass { members.append(("device_class", .string(deviceClass))) }
+        return Entity(component: "binary_sensor", objectID: objectID, members: members)
     }
 
     /// ON while key `bit` is pressed: in the index list (detailed) or the mask (flat).
@@ -319,12 +380,18 @@ public struct HomeAssistantDiscovery: Sendable {
 
     /// `value_json.fields.<name>.value` (flat: `value_json.<name>`), or the bracket form for names
     /// that are not identifiers.
-    private func valuePath(_ name: String) -> String {
+    func valuePath(_ name: String) -> String {
+        payload == .flat ? fieldPath(name) : fieldPath(name) + ".value"
+    }
+
+    /// What is defined when a reading has the field: `value_json.fields.<name>` (flat:
+    /// `value_json.<name>`).
+    func fieldPath(_ name: String) -> String {
         let scalars = name.unicodeScalars
         let isIdentifier = !scalars.isEmpty && scalars.allSatisfy { $0 != "-" && HomeAssistantDiscovery.isTopicIDCharacter($0) }
             && !(scalars.first! >= "0" && scalars.first! <= "9")
         let key = isIdentifier ? ".\(name)" : "['\(name.replacingOccurrencesOfQuote())']"
-        return payload == .flat ? "value_json\(key)" : "value_json.fields\(key).value"
+        return payload == .flat ? "value_json\(key)" : "value_json.fields\(key)"
     }
 
     static func isTopicIDCharacter(_ s: Unicode.Scalar) -> Bool {
@@ -337,11 +404,18 @@ public struct HomeAssistantDiscovery: Sendable {
         case .cc2650: return "CC2650 SensorTag"
         case .cc1350: return "CC1350 SensorTag"
         case .gatt: return "Bluetooth LE sensor"
-        case .bthome: return "BTHome v2 sensor"
-        case .ruuvi: return "RuuviTag"
-        case .pvvx: return "Thermometer (pvvx firmware)"
-        case .atc1441: return "Thermometer (ATC1441 firmware)"
+        case .bthome, .ruuvi, .pvvx, .atc1441: return model.advertisementFormat?.displayName.description ?? model.rawValue
         case .advertisement: return "Bluetooth LE advertiser"
+        }
+    }
+
+    /// Who makes every device of a model: TI's SensorTags, Ruuvi's tags. Nil where that varies
+    /// (a generic device says its own; BTHome, pvvx and atc1441 run on many makers' hardware).
+    static func manufacturer(_ model: Model) -> String? {
+        switch model {
+        case .cc2541, .cc2650, .cc1350: return "Texas Instruments"
+        case .ruuvi: return "Ruuvi Innovations"
+        default: return nil
         }
     }
 
@@ -371,10 +445,10 @@ public struct HomeAssistantDiscovery: Sendable {
         case .lux: return "illuminance"
         case .percent: return sensor == .battery ? "battery" : sensor == .moisture ? "moisture" : nil
         case .meter: return "distance"
-        case .metersPerSecond: return "wind_speed"
+        case .metersPerSecond: return sensor == .windSpeed ? "wind_speed" : "speed"
         case .wattsPerSquareMeter: return "irradiance"
-        case .kilojoule: return nil  // HA's energy class wants a total, not a measurement
-        case .second: return "duration"
+        case .kilojoule: return nil  // a heart rate's energy expended, per session: no meter's total
+        case .second: return sensor == .timestamp ? "timestamp" : "duration"
         case .g, .microtesla, .degreesPerSecond, .none, .degree, .beatsPerMinute: return nil
         case .volt: return "voltage"
         case .ampere: return "current"
@@ -389,12 +463,33 @@ public struct HomeAssistantDiscovery: Sendable {
             default: return nil
             }
         case .cubicMetersPerHour: return "volume_flow_rate"
-        case .millimeter: return sensor == .distance ? "distance" : nil
+        case .millimeter: return sensor == .distance ? "distance" : sensor == .precipitation ? "precipitation" : nil
         case .kilogram, .pound: return "weight"
         case .microsiemensPerCentimeter: return "conductivity"
-        // Totals (energy, gas, water, volume) are no measurement for HA's state classes; the rest
-        // have no device class.
-        case .kilowattHour, .cubicMeter, .liter, .milliliter, .metersPerSecondSquared, .revolutionsPerMinute: return nil
+        // Meters' totals (`stateClass`); a tank's contents are what it holds now.
+        case .kilowattHour: return "energy"
+        case .cubicMeter: return sensor == .gas ? "gas" : "volume"
+        case .liter: return sensor == .water ? "water" : sensor == .volumeStorage ? "volume_storage" : "volume"
+        case .milliliter: return "volume"
+        case .metersPerSecondSquared, .revolutionsPerMinute: return nil
+        }
+    }
+
+    /// Device classes whose state is text (a time, a date, one of a list): no unit, no state
+    /// class, no display precision.
+    static let nonNumericDeviceClasses: Set<String> = ["timestamp", "date", "enum"]
+
+    /// The state class Home Assistant allows with `deviceClass` (its `DEVICE_CLASS_STATE_CLASSES`):
+    /// a meter's energy, gas, water or volume and a rain gauge's precipitation only grow (a reset
+    /// starts a new cycle, as `total_increasing` reads it), money is a total, a time or a wind
+    /// direction has none; everything else is a measurement, as is a sensor without a class,
+    /// except Ruuvi's movement counter, which counts up and wraps.
+    static func stateClass(deviceClass: String?, sensor: Sensor) -> String? {
+        switch deviceClass {
+        case "energy", "gas", "water", "volume", "precipitation": return "total_increasing"
+        case "monetary": return "total"
+        case "timestamp", "date", "enum", "wind_direction": return nil
+        default: return sensor == .movementCount ? "total_increasing" : "measurement"
         }
     }
 
@@ -417,10 +512,34 @@ public struct HomeAssistantDiscovery: Sendable {
         case (.movement, _) where field.hasPrefix("mag_"): return axis("Magnetometer")
         case (.io, "outputs"): return "IO outputs"
         case (_, "passed"): return "Self-test passed"
+        case (.acceleration, "x"), (.acceleration, "y"), (.acceleration, "z"): return axis("Acceleration")
         default:
-            let words = "\(sensor.rawValue) \(field)".split(whereSeparator: { $0 == "_" || $0 == " " })
-            let text = words.joined(separator: " ")
-            return text.prefix(1).uppercased() + text.dropFirst()
+            // A sensor with one field of its own name (an advertiser's, a standard profile's) is
+            // named once: "Temperature", not "Temperature temperature".
+            if field == sensor.rawValue, let name = ownName(field) { return name }
+            let text = field == sensor.rawValue ? field : "\(sensor.rawValue) \(field)"
+            let name = text.split(whereSeparator: { $0 == "_" || $0 == " " }).joined(separator: " ")
+            return name.prefix(1).uppercased() + name.dropFirst()
+        }
+    }
+
+    /// Names that spelling out the words would get wrong: abbreviations, and the sensors of a
+    /// second unit.
+    private static func ownName(_ field: String) -> String? {
+        switch field {
+        case "pm1": return "PM1"
+        case "pm2_5": return "PM2.5"
+        case "pm4": return "PM4"
+        case "pm10": return "PM10"
+        case "co2": return "CO2"
+        case "tvoc": return "TVOC"
+        case "uv_index": return "UV index"
+        case "voc_index": return "VOC index"
+        case "nox_index": return "NOx index"
+        case "mass_lb": return "Mass (lb)"
+        case "distance_m": return "Distance (m)"
+        case "volume_ml": return "Volume (mL)"
+        default: return nil
         }
     }
 }

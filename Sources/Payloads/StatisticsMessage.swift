@@ -186,14 +186,16 @@ extension ControlPayloads {
     }
 }
 
-// The signal strength of a tag's link as a Home Assistant entity: diagnostic, disabled until the
-// user enables it, read from this message (each tag's RSSI, read once per statistics interval),
-// so it needs no topic of its own and costs nothing per reading. It is one more component of the
-// tag's device (or one more entity config in the entity form).
+// The signal strength of a tag as a Home Assistant entity: diagnostic, disabled until the user
+// enables it, read from this message (each tag's RSSI: a connected tag's link, read once per
+// statistics interval; a device that only advertises, its last advertisement's, under the same
+// key), so it needs no topic of its own and costs nothing per reading. It is one more component
+// of the tag's device (or one more entity config in the entity form).
 
 extension HomeAssistantDiscovery {
     /// The `signal_strength` sensor of `device`, in dBm, on the stats topic. Its value is null
-    /// (shown as unknown) while the tag is not connected or its controller does not say.
+    /// (shown as unknown) while the tag is not connected or its controller does not say, and
+    /// until an advertiser is first heard.
     public func linkQualityEntity(for device: Device) -> Entity {
         let node = HomeAssistantDiscovery.nodeID(address: device.address)
         // Tag names are [A-Za-z0-9_-] (the configuration checks it): safe inside the quotes.

@@ -31,9 +31,10 @@ extension SensorProfile {
         return d
     }
 
-    /// One profile per sensor BTHome's objects yield a number for (events are not states):
-    /// the field of the first object of each sensor, at the finest resolution any object of it
-    /// has (temperature comes in 0.01, 0.1 and 1 °C objects).
+    /// One profile per sensor BTHome's objects yield a number for (events are not states:
+    /// `BTHome.events(of:)`): the field of the first object of each sensor, at the finest
+    /// resolution any object of it has (temperature comes in 0.01, 0.1 and 1 °C objects); a
+    /// binary object's field says it is one.
     static let bthome: [SensorProfile] = {
         var order: [Sensor] = []
         var fields: [Sensor: FieldDeclaration] = [:]
@@ -48,7 +49,9 @@ extension SensorProfile {
                 fields[spec.sensor] = known
             } else {
                 order.append(spec.sensor)
-                fields[spec.sensor] = measured(FieldName(spec.field), spec.unit, spec.decimals)
+                var field = measured(FieldName(spec.field), spec.unit, spec.decimals)
+                field.isBinary = spec.encoding == .binary
+                fields[spec.sensor] = field
             }
         }
         return AdvertisementFormat.bthome.sensors.compactMap { sensor in fields[sensor].map { advertised(sensor, [$0]) } }

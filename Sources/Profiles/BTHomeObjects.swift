@@ -249,6 +249,41 @@ extension BTHome {
         }
     }
 
+    /// The field a dimmer's or a step command's steps come in, beside its event.
+    static let stepsField: StaticString = "steps"
+
+    /// What the readings of one of BTHome's event sensors (button, dimmer, command) carry, for
+    /// whoever must list an event's possible names before any has happened (Home Assistant's
+    /// event entities).
+    public struct Events: Sendable {
+        /// The field of the sensor's first object, which names the event ("button"; a second
+        /// button's is "button_2").
+        public let field: FieldName
+        /// Every name the decoder gives an event of the sensor, in the order of their codes.
+        public let names: [StaticString]
+        /// The field of the steps that come with a dimmer's turn (and with a step command that
+        /// has a one-byte argument); nil for a button.
+        public let steps: FieldName?
+    }
+
+    /// The events `sensor` yields; nil for a sensor that is no BTHome event. Read off the
+    /// object table and the event code tables above, so that it names what `decodeObjects` gives.
+    public static func events(of sensor: Sensor) -> Events? {
+        for id in 0...255 {
+            guard let spec = object(UInt8(id)), spec.sensor == sensor else { continue }
+            let name: (UInt8) -> StaticString?
+            switch spec.encoding {
+            case .button: name = buttonEvent
+            case .dimmer: name = dimmerEvent
+            case .command: name = commandEvent
+            default: return nil
+            }
+            return Events(field: FieldName(spec.field), names: (0...255).compactMap { name(UInt8($0)) },
+                          steps: spec.encoding == .button ? nil : FieldName(stepsField))
+        }
+        return nil
+    }
+
     /// The object at `offset`: its spec and its whole size (id included), or nil at an unknown
     /// id. Throws when the object runs past `end`.
     private static func object(at offset: Int, in bytes: borrowing RawSpan) throws(AdvertisementError) -> (spec: ObjectSpec, size: Int)? {
@@ -375,7 +410,7 @@ extension BTHome {
             guard let event = dimmerEvent(code) else { return .skipped }
             guard reading.count + 2 <= Reading.maxFields else { return .skipped }
             reading.append(Field(FieldName(spec.field, ordinal: ordinal), event: event))
-            reading.append(Field(FieldName("steps", ordinal: ordinal), Double(bytes.byte(at: at + 1)), .none, decimals: 0))
+            reading.append(Field(FieldName(stepsField, ordinal: ordinal), Double(bytes.byte(at: at + 1)), .none, decimals: 0))
             return .event
         case .command:
             // v: length byte, opcode, arguments. A step's one-byte argument is its steps; other
@@ -387,7 +422,7 @@ extension BTHome {
             guard reading.count + (steps ? 2 : 1) <= Reading.maxFields else { return .skipped }
             reading.append(Field(FieldName(spec.field, ordinal: ordinal), event: event))
             if steps {
-                reading.append(Field(FieldName("steps", ordinal: ordinal), Double(bytes.byte(at: at + 2)), .none, decimals: 0))
+                reading.append(Field(FieldName(stepsField, ordinal: ordinal), Double(bytes.byte(at: at + 2)), .none, decimals: 0))
             }
             return .event
         case .packetID, .deviceType, .firmware4, .firmware3, .settingsRevision, .sized:

@@ -236,6 +236,9 @@ public struct FieldDeclaration: Sendable {
     /// A declared field's unit and Home Assistant device class, as the configuration says them.
     public internal(set) var declaredUnit: String? = nil
     public internal(set) var declaredDeviceClass: String? = nil
+    /// A state that is 1 or 0 (a door open or closed, a battery low or not), as BTHome's binary
+    /// objects are: shown as on and off rather than as a number.
+    public internal(set) var isBinary = false
 
     init(_ name: FieldName, _ unit: Unit) {
         self.name = name

@@ -84,9 +84,7 @@ final class DiscoveryAnnouncer {
     }
 
     private func device(_ t: Publication.Tag) -> HomeAssistantDiscovery.Device {
-        HomeAssistantDiscovery.Device(tag: t.config.name, address: t.config.address.description,
-                                      model: t.model ?? .cc2650, firmware: t.firmware, profile: t.config.profile,
-                                      manufacturer: t.manufacturer, modelName: t.modelName)
+        HomeAssistantDiscovery.Device(t.config, model: t.model, firmware: t.firmware, manufacturer: t.manufacturer, modelName: t.modelName)
     }
 
     // MARK: The form announced

@@ -54,6 +54,59 @@ import Testing
         #expect(SensorProfile.all(for: .bthome).count == Set(sensorsChecked).count)
     }
 
+    /// Every event name the decoder gives a button, dimmer or command, over every code, is one
+    /// `BTHome.events(of:)` lists, in the field it names, and every name listed is given for
+    /// some code: Home Assistant's event entities list exactly what can arrive.
+    @Test func everyEventTheDecoderGivesIsListed() throws {
+        // Each object with one code byte in place; the dimmer's steps and a step command's one
+        // argument after it.
+        let objects: [(Sensor, (Int) -> String)] = [
+            (.button, { "3A" + Hex.string($0, digits: 2) }),
+            (.dimmer, { "3C" + Hex.string($0, digits: 2) + "03" }),
+            (.command, { "3B01" + Hex.string($0, digits: 2) + "05" }),
+        ]
+        for (sensor, object) in objects {
+            let events = try #require(BTHome.events(of: sensor), "\(sensor)")
+            #expect(events.field.description == sensor.rawValue)
+            var given: [String] = []
+            for code in 0...255 {
+                let (_, readings) = try bthomeObjects(object(code))
+                for r in readings {
+                    #expect(r.sensor == sensor.rawValue)
+                    for field in r.fields {
+                        if let name = field.value.event {
+                            #expect(field.name == events.field.description)
+                            given.append(name)
+                        } else {
+                            #expect(field.name == events.steps?.description, "\(sensor) \(code): \(field.name)")
+                        }
+                    }
+                }
+            }
+            #expect(given == events.names.map(\.description), "\(sensor)")
+        }
+        #expect(BTHome.events(of: .button)?.steps == nil)
+        #expect(BTHome.events(of: .dimmer)?.steps?.description == "steps")
+        for sensor in Sensor.advertised where ![Sensor.button, .dimmer, .command].contains(sensor) {
+            #expect(BTHome.events(of: sensor) == nil, "\(sensor)")
+        }
+    }
+
+    /// The binary objects' sensors, and only they, have a field that says it is binary.
+    @Test func binaryObjectsFieldsSayTheyAreBinary() {
+        var binary: Set<Sensor> = []
+        for id in 0...255 {
+            if let spec = BTHome.object(UInt8(id)), spec.encoding == .binary { binary.insert(spec.sensor) }
+        }
+        #expect(binary.count == 28)
+        for model in Model.allCases {
+            for profile in SensorProfile.all(for: model) {
+                let expected = model == .bthome && binary.contains(profile.sensor)
+                #expect(profile.fields().allSatisfy { $0.isBinary == expected }, "\(model) \(profile.sensor)")
+            }
+        }
+    }
+
     @Test(arguments: [
         (Model.ruuvi, "0201061BFF99040512FC5394C37C0004FFFC040CAC364200CDCBB8334C884F"),
         (Model.pvvx, "02010612161A185634123 8C1A42C08D21282 0B5507 04".replacing(" ", with: "")),
