@@ -39,7 +39,7 @@ public enum EncryptedBTHome {
         guard let encryption = frame.encryption, let nonce = frame.nonce(address: address) else { throw .malformed(.encrypted) }
         let ciphertext = payload.extracting(encryption.ciphertext)
         let mic = payload.extracting(encryption.mic)
-        guard ciphertext.byteCount <= maximumCiphertext else { throw .malformed(.tooShort(format: "BTHome (encrypted)", minimum: 0, actual: ciphertext.byteCount)) }
+        guard ciphertext.byteCount <= maximumCiphertext else { throw .malformed(.tooLong(format: "BTHome (encrypted)", maximum: maximumCiphertext, actual: ciphertext.byteCount)) }
         // Typed throws do not cross withUnsafeTemporaryAllocation on Swift 6.2: a Result does.
         let result = withUnsafeTemporaryAllocation(byteCount: max(ciphertext.byteCount, 1), alignment: 1) {
             buffer -> Result<BTHome.Objects, BTHomeDecryptionError> in

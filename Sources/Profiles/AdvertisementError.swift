@@ -10,6 +10,8 @@ public enum AdvertisementError: Error, Sendable, Equatable, CustomStringConverti
     case length(format: StaticString, expected: Int, actual: Int)
     /// A variable-size payload is shorter than its format's smallest.
     case tooShort(format: StaticString, minimum: Int, actual: Int)
+    /// A variable-size payload is longer than its format's largest.
+    case tooLong(format: StaticString, maximum: Int, actual: Int)
     /// A BTHome object at `offset` of the payload runs past its end.
     case truncatedObject(id: UInt8, offset: Int)
     /// A BTHome device information byte names a version other than 2.
@@ -32,6 +34,8 @@ public enum AdvertisementError: Error, Sendable, Equatable, CustomStringConverti
             return "\(format): payload is \(actual) bytes, expected \(expected)"
         case .tooShort(let format, let minimum, let actual):
             return "\(format): payload is \(actual) bytes, expected at least \(minimum)"
+        case .tooLong(let format, let maximum, let actual):
+            return "\(format): payload is \(actual) bytes, expected at most \(maximum)"
         case .truncatedObject(let id, let offset):
             return "BTHome: object 0x\(Hex.string(id, digits: 2)) at byte \(offset) runs past the end of the payload"
         case .unsupportedVersion(let version):

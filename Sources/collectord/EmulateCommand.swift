@@ -116,21 +116,15 @@ struct Emulate: Command {
         case .cc2650: emulated = firmware.map { .cc2650(firmware: $0) } ?? .cc2650()
         case .cc1350: emulated = firmware.map { .cc1350(firmware: $0) } ?? .cc1350()
         case .bthome, .ruuvi, .pvvx, .atc1441, .advertisement:
-            throw ExitCode(64)  // refused above: an advertiser has no GATT server to emulate
+            throw ExitCode(64)  // broadcast(_:) above: an advertiser has no GATT server to emulate
         case .gatt:
             var declared: DeviceProfile?
             if let profile {
-                switch DaemonConfiguration.load(path: config) {
-                case .failure(let errors):
-                    writeStderr("collectord emulate: --config: \(errors.lines.first ?? config)\n")
+                guard let found = try configuration().profiles[profile] else {
+                    writeStderr("collectord emulate: --profile: \(config) declares no profile '\(profile)'\n")
                     throw ExitCode(64)
-                case .success(let c):
-                    guard let found = c.profiles[profile] else {
-                        writeStderr("collectord emulate: --profile: \(config) declares no profile '\(profile)'\n")
-                        throw ExitCode(64)
-                    }
-                    declared = found
                 }
+                declared = found
             }
             emulated = .standard(firmware: firmware ?? "2.1.0", profile: declared)
         }
@@ -192,6 +186,17 @@ struct Emulate: Command {
         listener.close()
     }
 
+    /// --config, valid, or a one-line reason and exit status 64.
+    private func configuration() throws -> DaemonConfiguration {
+        switch DaemonConfiguration.load(path: config) {
+        case .failure(let errors):
+            writeStderr("collectord emulate: --config: \(errors.lines.first ?? config)\n")
+            throw ExitCode(64)
+        case .success(let c):
+            return c
+        }
+    }
+
     /// A device that only advertises, on the adapter: its format's packets of the emulated room,
     /// a new one every --interval-ms, non-connectable.
     private func broadcast(_ hardware: Model) throws {
@@ -214,17 +219,11 @@ struct Emulate: Command {
                 writeStderr("collectord emulate: --model advertisement needs --advertisement <name> of --config\n")
                 throw ExitCode(64)
             }
-            switch DaemonConfiguration.load(path: config) {
-            case .failure(let errors):
-                writeStderr("collectord emulate: --config: \(errors.lines.first ?? config)\n")
+            guard let declared = try configuration().advertisements[advertisementName] else {
+                writeStderr("collectord emulate: --advertisement: \(config) declares no advertisement '\(advertisementName)'\n")
                 throw ExitCode(64)
-            case .success(let c):
-                guard let declared = c.advertisements[advertisementName] else {
-                    writeStderr("collectord emulate: --advertisement: \(config) declares no advertisement '\(advertisementName)'\n")
-                    throw ExitCode(64)
-                }
-                format = .declared(declared)
             }
+            format = .declared(declared)
         }
         guard key == nil || hardware == .bthome, socketDir == nil, profile == nil, (100...60_000).contains(intervalMs) else {
             writeStderr("collectord emulate: --key is for bthome; --socket-dir and --profile are not for a device that only advertises; --interval-ms is 100 to 60000\n")

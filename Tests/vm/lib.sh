@@ -70,9 +70,10 @@ count() {
   echo "$n"
 }
 
-# Every wait below is for a condition, so a generous limit costs nothing when things work: the
-# limits are written for a quiet host and multiplied by VM_TIME_SCALE (from job.env), since an
-# emulated guest on a loaded 2-core host runs several times slower.
+# Every wait here is for a condition (and every step for a command that ends), so a generous
+# limit costs nothing when things work: the limits are written for a quiet host and multiplied by
+# VM_TIME_SCALE (from job.env), since an emulated guest on a loaded 2-core host runs several
+# times slower.
 : "${VM_TIME_SCALE:=1}"
 
 # wait_for FILE REGEX SECONDS: until a line of FILE matches. Returns 1 after SECONDS (scaled).
@@ -104,10 +105,10 @@ expect() {
   fi
 }
 
-# step SECONDS NAME COMMAND...: runs COMMAND bounded, output to $OUT/NAME.log (and shown).
-# Returns COMMAND's status (124 when it timed out).
+# step SECONDS NAME COMMAND...: runs COMMAND bounded (SECONDS scaled), output to $OUT/NAME.log
+# (and shown). Returns COMMAND's status (124 when it timed out).
 step() {
-  local limit=$1 name=$2; shift 2
+  local limit=$(( $1 * VM_TIME_SCALE )) name=$2; shift 2
   local rc=0 line
   log "step $name: $*"
   timeout -k 2 "$limit" "$@" > "$OUT/$name.log" 2>&1 < /dev/null || rc=$?

@@ -1,13 +1,15 @@
 #!/bin/bash
-# Devices that only advertise: an encrypted BTHome thermometer (hci2) and a pvvx one (hci3) heard beside a streaming CC2650 (hci1); silent, offline, online again.
-# vm-timeout: 150
+# Devices that only advertise: an encrypted BTHome thermometer (hci2) and a pvvx one (hci3) heard beside a streaming CC2650 (hci1), bluetoothd running and `bluetoothctl scan on`; silent, offline, online again.
+# vm-timeout: 200
 # vm-controllers: 4
 # collectord listens through the kernel's passive background scan (Add Device for each address,
 # an advertisement monitor for the formats) on the adapter that also holds the CC2650's link.
 # Every new reading of the advertisers reaches MQTT, decrypted, with gap-free sequence numbers,
 # although the packets change every second (the kernel's duplicate filter must not hide them);
-# the CC2650 keeps streaming without a gap. The BTHome device silenced (SIGUSR1) goes offline
-# after stale_after_s, and online again when it is heard.
+# the CC2650 keeps streaming without a gap. As on Raspberry Pi OS, bluetoothd runs, and a user
+# scans with `bluetoothctl scan on` on the same controller for a while: the advertisers' readings
+# go on meanwhile, and bluetoothctl's discovery is not stopped. The BTHome device silenced
+# (SIGUSR1) goes offline after stale_after_s, and online again when it is heard.
 . "$VM_LIB"
 CONF=$OUT/collectord.conf
 KEY=231d39c1d7cc1ab1aee224cd096db932
@@ -34,6 +36,10 @@ min_interval_s = 0
 CONF
 step 10 check-config "$COLLECTORD" check-config --config "$CONF" || fail "configuration rejected"
 
+# bluetoothd first: on a peripheral controller the kernel hands an incoming ATT link to the newest
+# listener, which must be the emulated tag's (49-bluetoothd.sh).
+start_bluetoothd hci3
+nap 2
 start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
 start emulate-b "$COLLECTORD" emulate --model bthome --key "$KEY" --adapter hci2 --interval-ms 1000 --seed 2
 start emulate-c "$COLLECTORD" emulate --model pvvx --adapter hci3 --interval-ms 1000 --seed 3
@@ -61,6 +67,19 @@ filter=$(grep -A1 'Scanning: Enabled' "$OUT/btmon.txt" | tail -1)
 [[ $filter == *"Filter duplicates: Disabled"* ]] || fail "the kernel's last scan enable filters duplicates: $filter"
 log "the kernel took the advertisement monitor and scans without the duplicate filter"
 
+# A user scans on the same controller: the kernel runs its discovery instead of the background
+# scan meanwhile; every advertiser's readings must go on.
+start btctl stdbuf -oL bluetoothctl --timeout 40 scan on
+wait_for "$OUT/btctl.log" 'Discovery started' 20 || { cat "$OUT/btctl.log"; fail "bluetoothctl did not start discovering"; }
+for t in thermo hall; do
+  n=$(count "$OUT/mqtt.log" "^[0-9.]+ collectord/tags/$t/temperature \{")
+  wait_count "$OUT/mqtt.log" "^[0-9.]+ collectord/tags/$t/temperature \{" $(( n + 5 )) 20 \
+    || { tail -20 "$OUT/btctl.log"; fail "$t's readings stopped while bluetoothctl scanned"; }
+done
+grep -qE 'Discovering: no|Discovery stopped' "$OUT/btctl.log" && fail "bluetoothctl's discovery was stopped: $(grep -E 'Discovering: no|Discovery stopped' "$OUT/btctl.log")"
+log "5 more readings of each advertiser while bluetoothctl scanned; its discovery still running"
+stop btctl
+
 # Silence: offline within stale_after_s (10 s) and the stale check after it.
 # (The first offline is the daemon's own at its start, before the device was heard.)
 offline='^[0-9.]+ collectord/availability/thermo offline'
@@ -83,6 +102,7 @@ wait_count "$OUT/mqtt.log" '^[0-9.]+ collectord/tags/thermo/temperature \{' $(( 
 log "thermo online and publishing again within $(( (${EPOCHREALTIME/./} - t_back) / 1000 )) ms"
 
 running daemon || fail "the daemon died"
+running bluetoothd || fail "bluetoothd died"
 stop daemon
 nap 0.5
 stop mqtt
@@ -109,4 +129,4 @@ distinct=$(grep -o '"temperature":{"value":[-0-9.e]*' "$OUT/readings/hall.temper
 if matches "$OUT/mqtt.log" '"event":"(disconnected|timeout|give_up)","tag":"a"'; then
   mqtt_show "$OUT/mqtt.log"; fail "the CC2650's link failed while the advertisers were heard"
 fi
-pass "CC2650 streaming beside two advertisers;$summary; hall's temperature $distinct values"
+pass "CC2650 streaming beside two advertisers, bluetoothd and a bluetoothctl scan;$summary; hall's temperature $distinct values"
