@@ -1,6 +1,6 @@
 #!/bin/bash
 # Devices that only advertise: an encrypted BTHome thermometer (hci2) and a pvvx one (hci3) heard beside a streaming CC2650 (hci1), bluetoothd running and `bluetoothctl scan on`; silent, offline, online again.
-# vm-timeout: 200
+# vm-timeout: 240
 # vm-controllers: 4
 # collectord listens through the kernel's passive background scan (Add Device for each address,
 # an advertisement monitor for the formats) on the adapter that also holds the CC2650's link.
@@ -18,6 +18,9 @@ A_SENSORS=(temperature humidity)
 mqtt_watch mqtt || fail "mosquitto_sub did not subscribe"
 daemon_config "$CONF"
 daemon_tag "$CONF" a "$HCI1_ADDR" cc2650 temperature:1000 humidity:1000
+# First the CC2650 alone (the cost of listening is measured against it), then the advertisers
+# added by a reload.
+cp "$CONF" "$OUT/connected-only.conf"
 cat >> "$CONF" <<CONF
 
 [[tag]]
@@ -35,6 +38,8 @@ model = "pvvx"
 min_interval_s = 0
 CONF
 step 10 check-config "$COLLECTORD" check-config --config "$CONF" || fail "configuration rejected"
+cp "$CONF" "$OUT/with-advertisers.conf"
+cp "$OUT/connected-only.conf" "$CONF"
 
 # bluetoothd first: on a peripheral controller the kernel hands an incoming ATT link to the newest
 # listener, which must be the emulated tag's (49-bluetoothd.sh).
@@ -47,16 +52,44 @@ wait_for "$OUT/emulate-a.log" 'advertising on hci1' 15 || fail "cc2650 emulator 
 wait_for "$OUT/emulate-b.log" 'bthome advertising on hci2' 15 || fail "bthome emulator did not advertise: $(cat "$OUT/emulate-b.log")"
 wait_for "$OUT/emulate-c.log" 'pvvx advertising on hci3' 15 || fail "pvvx emulator did not advertise: $(cat "$OUT/emulate-c.log")"
 
-t_run=${EPOCHREALTIME/./}
+# The kernel's arrival times of a's temperature notifications (the readings' "time", in ms)
+# from the Nth reading on, 20 of them: their spacing, and the daemon's CPU time over them.
+a_times() {
+  grep -o '^[0-9.]* collectord/tags/a/temperature {.*"time":"[^"]*"' "$OUT/mqtt.log" | sed -n "$1,$(( $1 + 19 ))p" \
+    | sed 's/.*"time":"\([^"]*\)Z"/\1/' | while read -r t; do date -u -d "$t" +%s%3N; done
+}
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$(cat "$OUT/daemon.pid")/stat"; }
+# spacing FIRST: "mean M ms, largest deviation D ms" of 20 readings' arrival spacing from 1000 ms.
+spacing() {
+  a_times "$1" | awk 'NR > 1 { d = $1 - p; s += d; n++; e = d - 1000; if (e < 0) e = -e; if (e > m) m = e } { p = $1 }
+    END { printf "mean %.1f ms, largest deviation from 1000 ms %d ms", s / n, m }'
+}
+a_count() { count "$OUT/mqtt.log" '^[0-9.]+ collectord/tags/a/temperature \{'; }
+
 start daemon "$COLLECTORD" run --config "$CONF"
 wait_for "$OUT/mqtt.log" 'collectord/daemon/vm/events \{.*"event":"ready","tag":"a"' 40 \
   || { mqtt_show "$OUT/mqtt.log"; fail "tag a not ready 40 s after the daemon started"; }
+wait_count "$OUT/mqtt.log" '^[0-9.]+ collectord/tags/a/temperature \{' 3 20 || fail "a does not stream"
+first_alone=$(( $(a_count) + 1 )) ticks0=$(cpu_ticks)
+wait_count "$OUT/mqtt.log" '^[0-9.]+ collectord/tags/a/temperature \{' $(( first_alone + 20 )) 40 || fail "a stopped streaming"
+cpu_alone=$(( $(cpu_ticks) - ticks0 ))
+
+# The advertisers added: the same adapter now listens for them too.
+cp "$OUT/with-advertisers.conf" "$CONF"
+t_reload=${EPOCHREALTIME/./}
+kill -HUP "$(cat "$OUT/daemon.pid")"
 for t in thermo hall; do
   wait_count "$OUT/mqtt.log" "^[0-9.]+ collectord/tags/$t/temperature \{" 8 40 \
     || { mqtt_show "$OUT/mqtt.log"; tail -30 "$OUT/daemon.log"; fail "fewer than 8 readings of $t/temperature"; }
   mqtt_first "$OUT/mqtt.log" "^[0-9.]+ collectord/tags/$t/temperature \{"
-  log "$t: first reading $(ms_between $t_run $mqtt_t) ms after the daemon started, 8 readings"
+  log "$t: first reading $(ms_between $t_reload $mqtt_t) ms after the reload that added it, 8 readings"
 done
+first_listening=$(( $(a_count) + 1 )) ticks0=$(cpu_ticks)
+wait_count "$OUT/mqtt.log" '^[0-9.]+ collectord/tags/a/temperature \{' $(( first_listening + 20 )) 40 || fail "a stopped streaming"
+cpu_listening=$(( $(cpu_ticks) - ticks0 ))
+log "what listening costs the connected tag (20 notifications each, kernel arrival times):"
+log "  a alone:            $(spacing $first_alone); daemon CPU $(( cpu_alone * 10 )) ms"
+log "  a beside 2 listened: $(spacing $first_listening); daemon CPU $(( cpu_listening * 10 )) ms (2 advertisers, 1 packet/s each)"
 # The kernel took the monitor, and so scans with the controller's duplicate filter off (btvirt,
 # like many controllers, reports an address once per scan while it is on).
 matches "$OUT/daemon.log" 'refused an advertisement monitor' \
