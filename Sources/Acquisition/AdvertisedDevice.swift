@@ -131,7 +131,8 @@ public final class AdvertisedDevice {
 
     private var lastData: [UInt8] = []
     private var lastSequence: UInt32?
-    private var lastHeard: Instant?
+    /// When the last advertisement came (the stats say how long ago).
+    public private(set) var lastHeard: Instant?
     private var lastDistinct: Instant?
     private var interval: Duration?
     private var staleTimer: TimerID?

@@ -74,18 +74,44 @@ public struct Statistics: Sendable {
         }
     }
 
+    /// What became of a device's advertisements, for one that only advertises.
+    public struct Advertisements: Sendable, Equatable {
+        public var heard: UInt64 = 0
+        public var published: UInt64 = 0
+        public var repeats: UInt64 = 0
+        public var superseded: UInt64 = 0
+        public var otherData: UInt64 = 0
+        public var malformed: UInt64 = 0
+        public var undecrypted: UInt64 = 0
+        public var replayed: UInt64 = 0
+        public var unknownObjects: UInt64 = 0
+        public var unconfigured: UInt64 = 0
+        /// Seconds since the last advertisement; nil before the first.
+        public var lastHeardSecondsAgo: Int64?
+        public init() {}
+    }
+
     public struct Tag: Sendable {
         public var name: String
         public var state: String
         public var adapter: String?
-        /// The link's signal strength, read once per interval; nil while unknown.
+        /// The link's signal strength, read once per interval, or the last advertisement's; nil
+        /// while unknown.
         public var rssiDBm: Int?
         public var reconnects: UInt64
         public var link: Link
         public var sensors: [Sensor]
+        /// A device that only advertises: its advertisements' counters instead of a link's.
+        public var advertisements: Advertisements?
         public init(name: String, state: String, adapter: String?, rssiDBm: Int?, reconnects: UInt64, link: Link, sensors: [Sensor]) {
             self.name = name; self.state = state; self.adapter = adapter; self.rssiDBm = rssiDBm
             self.reconnects = reconnects; self.link = link; self.sensors = sensors
+        }
+
+        /// A device that only advertises: heard or silent, its last advertisement's RSSI.
+        public init(name: String, heard: Bool, rssiDBm: Int?, advertisements: Advertisements) {
+            self.init(name: name, state: heard ? "heard" : "silent", adapter: nil, rssiDBm: rssiDBm, reconnects: 0, link: Link(), sensors: [])
+            self.advertisements = advertisements
         }
     }
 
@@ -168,6 +194,24 @@ extension ControlPayloads {
                     ]
                     if let ago = c.lastSeenSecondsAgo { m.append(("last_seen_s_ago", .integer(ago))) }
                     sensors.append((c.name, .object(m)))
+                }
+                if let a = t.advertisements {
+                    var counters: [(String, JSONValue)] = [
+                        ("heard", .integer(Int64(clamping: a.heard))),
+                        ("published", .integer(Int64(clamping: a.published))),
+                        ("repeats", .integer(Int64(clamping: a.repeats))),
+                        ("superseded", .integer(Int64(clamping: a.superseded))),
+                        ("other_data", .integer(Int64(clamping: a.otherData))),
+                        ("malformed", .integer(Int64(clamping: a.malformed))),
+                        ("undecrypted", .integer(Int64(clamping: a.undecrypted))),
+                        ("replayed", .integer(Int64(clamping: a.replayed))),
+                        ("unknown_objects", .integer(Int64(clamping: a.unknownObjects))),
+                        ("unconfigured", .integer(Int64(clamping: a.unconfigured))),
+                    ]
+                    if let ago = a.lastHeardSecondsAgo { counters.append(("last_heard_s_ago", .integer(ago))) }
+                    return (t.name, .object([("state", .string(t.state)),
+                                             (Statistics.signalKey, t.rssiDBm.map { .integer(Int64($0)) } ?? .null),
+                                             ("advertisements", .object(counters))]))
                 }
                 let l = t.link
                 return (t.name, .object([("state", .string(t.state)),

@@ -374,9 +374,15 @@ final class Daemon: TagSupervisorDelegate {
             return Statistics.Tag(name: name, state: s.state.rawValue, adapter: s.adapterName, rssiDBm: fleet.signal[name].map { Int($0) },
                                   reconnects: s.reconnects, link: link, sensors: sensors)
         }
+        let now = loop.now
         stats.tags! += fleet.advertisers.sorted(by: { $0.key < $1.key }).map { name, device in
-            Statistics.Tag(name: name, state: device.online ? "heard" : "silent", adapter: nil, rssiDBm: device.rssi.map { Int($0) },
-                           reconnects: 0, link: Statistics.Link(), sensors: [])
+            let c = device.counters
+            var a = Statistics.Advertisements()
+            a.heard = c.heard; a.published = c.published; a.repeats = c.repeats; a.superseded = c.superseded
+            a.otherData = c.otherData; a.malformed = c.malformed; a.undecrypted = c.undecrypted; a.replayed = c.replayed
+            a.unknownObjects = c.unknownObjects; a.unconfigured = c.unconfigured
+            a.lastHeardSecondsAgo = device.lastHeard.map { (now - $0).nanosecondsClamped / 1_000_000_000 }
+            return Statistics.Tag(name: name, heard: device.online, rssiDBm: device.rssi.map { Int($0) }, advertisements: a)
         }
         let payload = ControlPayloads.stats(stats, time: .now())
         publication.publishStats(payload)

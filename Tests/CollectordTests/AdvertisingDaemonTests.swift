@@ -77,11 +77,14 @@ import TestHarness
     @Test func everyFormatReachesASubscriberBesideAConnectedTag() throws {
         let broker = try Broker()
         let sub = try Subscriber(port: broker.port, topic: "#")
-        let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly + Self.advertisers))
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: kitchenOnly + Self.advertisers)
+            .replacingOccurrences(of: "stats_interval_s = 0", with: "stats_interval_s = 2"))
         try daemon.start()
         let keys = Array(Self.expected.keys) + ["kitchen/temperature", "kitchen/movement"]
         // The button is pressed every seventh packet, one every two seconds.
-        #expect(sub.waitFor(seconds: 90) { s in keys.allSatisfy { s.seqs($0).count >= 3 } && !s.seqs("bedroom/button").isEmpty },
+        #expect(sub.waitFor(seconds: 90) { s in
+                    keys.allSatisfy { s.seqs($0).count >= 3 } && !s.seqs("bedroom/button").isEmpty
+                        && s.lines.contains { $0.topic == "collectord/daemon/test/stats" && $0.payload.contains(#""replayed""#) } },
                 "every sensor of every device publishes")
         let (_, status) = daemon.stop()
         sub.stop()
@@ -109,6 +112,17 @@ import TestHarness
             let availability = lines.filter { $0.topic == "collectord/availability/\(tag)" }.map(\.payload)
             #expect(availability.contains("online"), "\(tag): \(availability)")
         }
+        // The stats say what became of each device's advertisements.
+        let stats = try #require(lines.last { $0.topic == "collectord/daemon/test/stats" }, "a stats message")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(stats.payload.utf8)) as? [String: Any])
+        let bedroom = try #require((object["tags"] as? [String: Any])?["bedroom"] as? [String: Any], "\(stats.payload)")
+        #expect(bedroom["state"] as? String == "heard")
+        #expect(bedroom["rssi_dbm"] as? Int != nil)
+        let counters = try #require(bedroom["advertisements"] as? [String: Any], "\(bedroom)")
+        #expect((counters["heard"] as? Int ?? 0) >= 2 * (counters["published"] as? Int ?? 0) / 5, "\(counters)")
+        #expect((counters["repeats"] as? Int ?? 0) > 0, "every packet is sent twice: \(counters)")
+        #expect(counters["undecrypted"] as? Int == 0 && counters["replayed"] as? Int == 0 && counters["malformed"] as? Int == 0)
+        #expect((counters["last_heard_s_ago"] as? Int).map { (0...10).contains($0) } == true, "\(counters)")
         // The encrypted device's button: events, published as they come.
         #expect(lines.contains { $0.topic == "collectord/tags/bedroom/button" && $0.payload.contains(#""button":{"value":"press"}"#) })
     }
