@@ -24,6 +24,10 @@ public struct Advertisement: Sendable, Equatable {
     public var rssi: Int8
     public var name: String?
     public var serviceUUIDs: [GATTUUID]
+    /// The advertising data as received (AD structures; through the kernel's active discovery
+    /// the scan response follows them): where `collectord scan` finds the formats of sensors
+    /// that only advertise.
+    public var data: [UInt8] = []
 
     /// Which SensorTag this looks like, from its name and advertised services (spec sections 2, 3).
     public var modelGuess: Model? {
@@ -101,6 +105,7 @@ private func parseAdvertisingReports(_ p: borrowing RawSpan, count: Int, at star
                                rssi: Int8(bitPattern: UInt8.load(from: p, at: dataStart + dataLength)),
                                name: nil, serviceUUIDs: [])
         parseADStructures(p, from: dataStart, to: dataStart + dataLength, into: &ad)
+        ad.data = copyBytes(p, dataStart..<(dataStart + dataLength))
         reports.append(ad)
         i = dataStart + dataLength + 1
     }
@@ -136,6 +141,11 @@ func parseADStructures(_ p: borrowing RawSpan, from start: Int, to end: Int, int
         }
         i += 1 + length
     }
+}
+
+/// `range` of `p` in one copy: a report's advertising data.
+func copyBytes(_ p: borrowing RawSpan, _ range: Range<Int>) -> [UInt8] {
+    p.extracting(range).withUnsafeBytes { [UInt8]($0) }
 }
 
 /// Builds an advertising payload (flags, 16-bit services, complete name) of at most 31 bytes.

@@ -87,6 +87,7 @@ public func parseManagementEvent(_ p: borrowing RawSpan) -> ManagementEvent? {
         var ad = Advertisement(address: BluetoothAddress(bytes: bytes, kind: type == 2 ? .random : .public),
                                rssi: Int8(bitPattern: UInt8.load(from: p, at: 13)), name: nil, serviceUUIDs: [])
         parseADStructures(p, from: 20, to: 20 + eir, into: &ad)
+        ad.data = copyBytes(p, 20..<(20 + eir))
         return .deviceFound(index: index, ad)
     case 0x0013:
         guard length >= 2 else { return nil }

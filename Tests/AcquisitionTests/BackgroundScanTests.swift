@@ -24,7 +24,8 @@ import Reactor
         let found: [UInt8] = [0x12, 0x00, 0x02, 0x00, UInt8(14 + eir.count), 0x00, 0x85, 0x4A, 0xC9, 0x48, 0xB4, 0xB0, 0x01, 0xC4,
                               0, 0, 0, 0, UInt8(eir.count), 0] + eir
         let parsed = found.withUnsafeBytes { parseManagementEvent(RawSpan(_unsafeBytes: $0)) }
-        #expect(parsed == .deviceFound(index: 2, Advertisement(address: tag, rssi: -60, name: "SensorTag", serviceUUIDs: [.sig(0xAA80)])))
+        #expect(parsed == .deviceFound(index: 2, Advertisement(address: tag, rssi: -60, name: "SensorTag", serviceUUIDs: [.sig(0xAA80)],
+                                                               data: eir)))
         // Cut anywhere, or lying about its lengths: nil, never a trap or a made-up device.
         for cut in 0..<found.count {
             let short = Array(found.prefix(cut))

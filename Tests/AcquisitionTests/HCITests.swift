@@ -26,6 +26,22 @@ import TestHarness
         #expect(ads[0].rssi == -60)
         #expect(ads[0].serviceUUIDs == [.sig(0xAA80)])
         #expect(ads[0].modelGuess == .cc2650)
+        #expect(ads[0].data == data, "the advertising data as received, for scan to find formats in")
+    }
+
+    /// Two reports in one event, each with its own advertising data (a BTHome packet, then an
+    /// empty scan response).
+    @Test func eachReportKeepsItsOwnData() throws {
+        let bthome: [UInt8] = [0x02, 0x01, 0x06, 0x0C, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0xA8, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13]
+        let first = Self.report(address: [0xA4, 0xC1, 0x38, 0x12, 0x34, 0x56], data: bthome)
+        let second = Self.report(address: [0xA4, 0xC1, 0x38, 0x12, 0x34, 0x57], kind: 1, data: [], rssi: -70)
+        // One LE Meta event with both reports: the count, then each report's body.
+        let body: [UInt8] = [0x02, 0x02] + first[5...] + second[5...]
+        let event = try #require(parse([0x04, 0x3E, UInt8(body.count)] + body))
+        guard case .advertisements(let ads) = event else { Issue.record("\(event)"); return }
+        #expect(ads.map(\.data) == [bthome, []])
+        #expect(ads.map(\.rssi) == [-60, -70])
+        #expect(ads[1].address.kind == .random)
     }
 
     @Test func modelGuesses() {

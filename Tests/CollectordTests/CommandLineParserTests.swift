@@ -177,7 +177,11 @@ private struct Probe: Command {
         guard case .run(let s) = try parse(["scan", "--adapter=hci3", "--timeout", "20", "--all"]), let scan = s as? Scan else {
             Issue.record("scan"); return
         }
-        #expect((scan.adapter, scan.timeout, scan.all) == ("hci3", 20, true))
+        #expect((scan.adapter, scan.timeout, scan.all, scan.configSnippet) == ("hci3", 20, true, false))
+        guard case .run(let s2) = try parse(["scan", "--config-snippet"]), let snippet = s2 as? Scan else {
+            Issue.record("scan --config-snippet"); return
+        }
+        #expect((snippet.adapter, snippet.timeout, snippet.all, snippet.configSnippet) == ("hci0", 10, false, true))
         guard case .run(let e) = try parse(["emulate", "--socket-dir", "/d", "--tags", "8", "--seed", "5", "--interval-us", "10000",
                                             "--drop-every", "3", "--malformed-every=2.5", "--silent-tags", "1",
                                             "--first-address", "B0:B4:48:00:00:09"]),
@@ -278,7 +282,9 @@ private struct Probe: Command {
 
     @Test func helpShowsDefaultsAndKeepsDiscussionLines() {
         let scan = program.help(for: Scan.self)
-        #expect(scan.contains("USAGE: collectord scan [--adapter <hciN>] [--timeout <seconds>] [--all]\n"))
+        #expect(scan.contains("USAGE: collectord scan [--adapter <hciN>] [--timeout <seconds>] [--all]\n"
+                              + "                       [--config-snippet]\n"), "\(scan)")
+        #expect(scan.contains("  --config-snippet        At the end, print a [[tag]] section for each SensorTag\n"), "\(scan)")
         #expect(scan.contains("  --adapter <hciN>        Bluetooth adapter to scan with. (default: hci0)\n"))
         let decode = program.help(for: Decode.self)
         #expect(decode.hasPrefix("OVERVIEW: Decode one SensorTag payload, or an advertisement, and print the\nreadings as JSON.\n\n"))
