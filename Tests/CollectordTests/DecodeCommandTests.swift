@@ -229,7 +229,22 @@ import TestHarness
     @Test func emulateRejectsUnknownModels() throws {
         let r = try DecodeProcessTests().run(["emulate", "--model", "cc9999"])
         #expect(r.status == 64)
-        #expect(r.stderr == "collectord emulate: unknown model 'cc9999' (expected cc2541, cc2650, cc1350, gatt)\n")
+        #expect(r.stderr == "collectord emulate: unknown model 'cc9999' (expected cc2541, cc2650, cc1350, gatt, bthome, ruuvi, pvvx, atc1441, advertisement)\n")
+    }
+
+    @Test func emulateRefusesAnAdvertisersArgumentsItCannotUse() throws {
+        let key = try DecodeProcessTests().run(["emulate", "--model", "cc2650", "--key", "231d39c1d7cc1ab1aee224cd096db932"])
+        #expect(key.status == 64)
+        #expect(key.stderr == "collectord emulate: --key and --advertisement describe a device that only advertises\n")
+        let badKey = try DecodeProcessTests().run(["emulate", "--model", "bthome", "--key", "23"])
+        #expect(badKey.status == 64)
+        #expect(badKey.stderr.hasPrefix("collectord emulate: --key: "))
+        let declared = try DecodeProcessTests().run(["emulate", "--model", "advertisement"])
+        #expect(declared.status == 64)
+        #expect(declared.stderr == "collectord emulate: --model advertisement needs --advertisement <name> of --config\n")
+        let interval = try DecodeProcessTests().run(["emulate", "--model", "pvvx", "--interval-ms", "10"])
+        #expect(interval.status == 64)
+        #expect(interval.stderr.contains("--interval-ms is 100 to 60000"))
     }
 }
 
