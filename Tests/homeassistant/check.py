@@ -1,14 +1,18 @@
 """Home Assistant's side of scripts/ha-check (Tests/homeassistant/run), run with Home Assistant's
 own Python (its venv has aiohttp). One phase per call, so that the shell script can act on the
-daemon and the emulated tags in between:
+daemons and the emulated devices in between:
 
-  check.py setup URL BROKER_PORT STATE_DIR        onboard, keep a token, add the MQTT integration
-  check.py devices URL STATE_DIR TAG=MODEL:ADDRESS...   every tag one device, its entities as expected
-  check.py availability URL STATE_DIR TAG STATE   every enabled entity of TAG's device has STATE
-  check.py removed URL STATE_DIR TAG              TAG's device and entities are gone
+  check.py setup URL BROKER_PORT STATE_DIR      onboard, keep a token, add the MQTT integration
+  check.py devices URL STATE_DIR SPEC...        every tag one device, its entities as expected
+  check.py events URL STATE_DIR SPEC...         binary sensors seen on and off, events fired
+  check.py signal URL STATE_DIR SPEC...         signal strength enabled, its dBm arrive
+  check.py availability URL STATE_DIR STATE TAG...   every enabled entity of each TAG's device has STATE
+  check.py removed URL STATE_DIR TAG...         each TAG's device and entities are gone
 
-Each phase waits (up to --timeout seconds, 120 by default) for what it checks, prints "ok ..."
-or "NOT ..." lines, and exits non-zero when something is NOT so.
+SPEC is TAG=KIND:ADDRESS, KIND one of DEVICES (cc2650, cc2541, bthome, bthome_encrypted, ruuvi,
+pvvx): what the emulated device of that kind is expected to become.
+Each phase waits (up to HA_CHECK_TIMEOUT seconds, 120 by default) for what it checks, prints
+"ok ..." or "NOT ..." lines, and exits non-zero when something is NOT so.
 """
 import asyncio
 import json
@@ -130,151 +134,382 @@ def is_number(text):
         return False
 
 
-def sensor(unit, device_class=None, precision=2, enabled=True, category=None):
-    return {"unit": unit, "device_class": device_class, "precision": precision, "enabled": enabled,
-            "entity_category": category, "numeric": True}
+def sensor(unit, device_class=None, precision=2, enabled=True, category=None, state_class="measurement",
+           within=None):
+    """A numeric `sensor`; `within` the (low, high) its state must lie in, when that is known."""
+    return {"kind": "sensor", "unit": unit, "device_class": device_class, "precision": precision,
+            "enabled": enabled, "entity_category": category, "state_class": state_class, "within": within}
 
 
-def axes(prefix, names, unit, precision):
-    return {f"{prefix}_{n}": sensor(unit, precision=precision, enabled=False) for n in names}
+def binary(device_class=None, state=None):
+    """A `binary_sensor`, on or off; `state` the one it must have when it is not expected to change
+    during the check (a key nobody presses)."""
+    return {"kind": "binary_sensor", "device_class": device_class, "enabled": True, "entity_category": None,
+            "state": state}
 
 
-KEY = {"device_class": None, "enabled": True, "entity_category": None, "state": "off"}
+def event(device_class, event_type):
+    """An `event` entity: `unknown` until its first event, which the events phase waits for."""
+    return {"kind": "event", "device_class": device_class, "enabled": True, "entity_category": None,
+            "event_type": event_type}
+
+
+def axes(prefix, names, unit, precision, enabled=False, within=None):
+    return {f"{prefix}_{n}": sensor(unit, precision=precision, enabled=enabled, within=within) for n in names}
+
+
+def device(model, manufacturer, firmware, entities):
+    """What one device is expected to be: the model and maker Home Assistant shows, whether it
+    reports a firmware version (a SensorTag says its own; an advertiser says none), and its
+    entities by object id."""
+    return {"model": model, "manufacturer": manufacturer, "firmware": firmware, "entities": entities}
+
+
+# Plausible for the room every emulated device measures (SensorTagEmulator's `Environment`: 21 to
+# 24 °C, 40 to 55 %, 1000 to 1020 hPa, a few hundred lux), with a margin.
+ROOM = (15, 30)        # °C
+HUMID = (20, 80)       # %
+AIR = (950, 1050)      # hPa
+LIGHT = (10, 2000)     # lx
+KEY = binary(state="off")
+BATTERY = sensor("%", "battery", precision=0, category="diagnostic", within=(0, 100))
 # The link's signal strength (from the stats topic): a diagnostic, disabled until the user enables it.
-LINK = sensor("dBm", "signal_strength", precision=0, enabled=False, category="diagnostic")
+LINK = sensor("dBm", "signal_strength", precision=0, enabled=False, category="diagnostic", within=(-100, -20))
 
-# What each model's tag is expected to become in Home Assistant with every streaming sensor on
-# (collectord's defaults): object id -> expectations.
-EXPECTED = {
-    "cc2650": {
-        "temperature_object": sensor("°C", "temperature"), "temperature_ambient": sensor("°C", "temperature"),
-        "humidity_temperature": sensor("°C", "temperature"), "humidity_humidity": sensor("%", "humidity"),
-        "barometer_temperature": sensor("°C", "temperature"), "barometer_pressure": sensor("hPa", "pressure"),
+# A SensorTag's thermometers, hygrometer and barometer, the same on both models.
+CLIMATE = {
+    "temperature_object": sensor("°C", "temperature", within=ROOM),
+    "temperature_ambient": sensor("°C", "temperature", within=ROOM),
+    "humidity_temperature": sensor("°C", "temperature", within=ROOM),
+    "humidity_humidity": sensor("%", "humidity", within=HUMID),
+    "barometer_temperature": sensor("°C", "temperature", within=ROOM),
+    "barometer_pressure": sensor("hPa", "pressure", within=AIR),
+}
+
+# What each kind of emulated device is expected to become in Home Assistant with every sensor on
+# (collectord's defaults): a SensorTag streaming, an advertiser once each of its sensors was heard.
+DEVICES = {
+    "cc2650": device("CC2650 SensorTag", "Texas Instruments", True, {
+        **CLIMATE,
         **axes("movement", ["gyro_x", "gyro_y", "gyro_z"], "°/s", 2),
         **axes("movement", ["accel_x", "accel_y", "accel_z"], "g", 3),
         **axes("movement", ["mag_x", "mag_y", "mag_z"], "µT", 1),
-        "light_illuminance": sensor("lx", "illuminance"),
+        "light_illuminance": sensor("lx", "illuminance", within=LIGHT),
         "keys_pressed_0": KEY, "keys_pressed_1": KEY, "keys_pressed_2": KEY,
-        "battery_level": sensor("%", "battery", precision=0, category="diagnostic"),
+        "battery_level": BATTERY,
         "signal_strength": LINK,
-    },
-    "cc2541": {
-        "temperature_object": sensor("°C", "temperature"), "temperature_ambient": sensor("°C", "temperature"),
+    }),
+    "cc2541": device("CC2541 SensorTag", "Texas Instruments", True, {
+        **CLIMATE,
         **axes("accelerometer", "xyz", "g", 2),
-        "humidity_temperature": sensor("°C", "temperature"), "humidity_humidity": sensor("%", "humidity"),
         **axes("magnetometer", "xyz", "µT", 2),
-        "barometer_temperature": sensor("°C", "temperature"), "barometer_pressure": sensor("hPa", "pressure"),
         **axes("gyroscope", "xyz", "°/s", 2),
         "keys_pressed_0": KEY, "keys_pressed_1": KEY, "keys_pressed_2": KEY,
         "signal_strength": LINK,
-    },
+    }),
+    # BTHome v2 in the clear: a window that opens every 10th packet, a button pressed every 7th.
+    "bthome": device("BTHome v2", None, False, {
+        "temperature_temperature": sensor("°C", "temperature", within=ROOM),
+        "humidity_humidity": sensor("%", "humidity", within=HUMID),
+        "pressure_pressure": sensor("hPa", "pressure", within=AIR),
+        "battery_battery": BATTERY,
+        "window_window": binary("window"),
+        "button_button": event("button", "press"),
+        "signal_strength": LINK,
+    }),
+    # BTHome v2 encrypted (AES-CCM), whose packets are compact: no pressure, no window.
+    "bthome_encrypted": device("BTHome v2", None, False, {
+        "temperature_temperature": sensor("°C", "temperature", within=ROOM),
+        "humidity_humidity": sensor("%", "humidity", within=HUMID),
+        "battery_battery": BATTERY,
+        "button_button": event("button", "press"),
+        "signal_strength": LINK,
+    }),
+    "ruuvi": device("RuuviTag", "Ruuvi Innovations", False, {
+        "temperature_temperature": sensor("°C", "temperature", precision=3, within=ROOM),
+        "humidity_humidity": sensor("%", "humidity", precision=4, within=HUMID),
+        "pressure_pressure": sensor("hPa", "pressure", within=AIR),
+        **axes("acceleration", "xyz", "g", 3, enabled=True, within=(-2, 2)),
+        "voltage_voltage": sensor("V", "voltage", precision=3, within=(1.6, 3.7)),
+        "movement_count_movement_count": sensor(None, precision=0, state_class="total_increasing", within=(0, 255)),
+        "signal_strength": LINK,
+    }),
+    "pvvx": device("pvvx custom", None, False, {
+        "temperature_temperature": sensor("°C", "temperature", within=ROOM),
+        "humidity_humidity": sensor("%", "humidity", within=HUMID),
+        "battery_battery": BATTERY,
+        "voltage_voltage": sensor("V", "voltage", precision=3, within=(1.6, 3.7)),
+        "signal_strength": LINK,
+    }),
 }
-for table in EXPECTED.values():
-    for w in table.values():
-        if "state" in w:
-            w.pop("numeric", None)
 
 
-async def devices(url, state_dir, *specs):
+def expectations(specs):
+    """TAG=KIND:ADDRESS... -> {tag: {"node", "kind", "device", "entities": {unique id: expectation}}}."""
     expect = {}
     for spec in specs:
         tag, rest = spec.split("=", 1)
-        model, address = rest.split(":", 1)
+        kind, address = rest.split(":", 1)
+        if kind not in DEVICES:
+            sys.exit(f"NOT  {tag}: no expectations for a device of kind {kind!r} (known: {', '.join(DEVICES)})")
         node = "sensortag_" + address.lower().replace(":", "")
-        expect[tag] = {"model": model, "entities": {f"collectord_{node}_{o}": w for o, w in EXPECTED[model].items()}}
+        expect[tag] = {"node": node, "kind": kind, "device": DEVICES[kind],
+                       "entities": {f"collectord_{node}_{o}": w for o, w in DEVICES[kind]["entities"].items()}}
+    return expect
+
+
+def state_problem(w, state):
+    """Why an enabled entity's state is not what its expectation allows, or None."""
+    if state in (None, "unavailable"):
+        return f"state {state!r}"
+    if w["kind"] == "event":
+        return None  # unknown until its first event; the events phase waits for one
+    if state == "unknown":
+        return f"state {state!r}"
+    if w["kind"] == "binary_sensor":
+        if state not in ("on", "off") or (w["state"] is not None and state != w["state"]):
+            return f"state {state!r}, expected {w['state'] or 'on or off'}"
+        return None
+    if not is_number(state):
+        return f"state {state!r} is not a number"
+    if w["within"] and not w["within"][0] <= float(state) <= w["within"][1]:
+        return f"state {state} outside {w['within'][0]} to {w['within'][1]}"
+    return None
+
+
+def entity_problems(e, st, w):
+    """What differs between a registry entry (with its state) and its expectation."""
+    problems = []
+    enabled = e["disabled_by"] is None
+    capabilities = e.get("capabilities") or {}
+    domain = e["entity_id"].split(".", 1)[0]
+    if domain != w["kind"]:
+        problems.append(f"a {domain}, expected a {w['kind']}")
+    got = {
+        "enabled": enabled,
+        "device_class": e.get("original_device_class"),
+        "entity_category": e.get("entity_category"),
+        "state_class": capabilities.get("state_class"),
+        "unit": (st or {}).get("attributes", {}).get("unit_of_measurement") if enabled else w.get("unit"),
+        "precision": ((e.get("options") or {}).get("sensor") or {}).get("suggested_display_precision"),
+    }
+    for k, v in w.items():
+        # Home Assistant keeps a display precision in the registry only for entities it has
+        # added: not for disabled ones (the unit tests check their configs).
+        if k == "precision" and not enabled:
+            continue
+        if k in got and got[k] != v:
+            problems.append(f"{k} {got[k]!r}, expected {v!r}")
+    if w["kind"] == "event" and w["event_type"] not in (capabilities.get("event_types") or []):
+        problems.append(f"event types {capabilities.get('event_types')!r} lack {w['event_type']!r}")
+    if enabled:
+        why = state_problem(w, (st or {}).get("state"))
+        if why:
+            problems.append(why)
+    return problems
+
+
+def device_problems(tag, want, d):
+    """What differs between a device registry entry and what its tag is expected to be."""
+    problems = []
+    if ["mqtt", want["node"]] not in d["identifiers"]:
+        problems.append(f"identifiers {d['identifiers']!r}, expected mqtt {want['node']}")
+    if d.get("model") != want["device"]["model"]:
+        problems.append(f"model {d.get('model')!r}, expected {want['device']['model']!r}")
+    if d.get("manufacturer") != want["device"]["manufacturer"]:
+        problems.append(f"manufacturer {d.get('manufacturer')!r}, expected {want['device']['manufacturer']!r}")
+    if want["device"]["firmware"] and not d.get("sw_version"):
+        problems.append("no firmware version in the device registry")
+    if not want["device"]["firmware"] and d.get("sw_version"):
+        problems.append(f"firmware {d.get('sw_version')!r}, but it says none")
+    return [f"NOT  {tag}: {p}" for p in problems]
+
+
+def print_device(tag, d, ents):
+    print(f"device {tag!r}: {d.get('manufacturer') or '-'} {d['model']}, firmware {d.get('sw_version') or '-'}, "
+          f"{len(ents)} entities")
+    for e, st in sorted(ents, key=lambda x: x[0]["entity_id"]):
+        enabled = "enabled " if e["disabled_by"] is None else "disabled"
+        prec = ((e.get("options") or {}).get("sensor") or {}).get("suggested_display_precision")
+        state_class = (e.get("capabilities") or {}).get("state_class")
+        state = (st or {}).get("state", "-")
+        unit = (st or {}).get("attributes", {}).get("unit_of_measurement") or ""
+        print(f"  {e['entity_id']:<52} {enabled} {str(e.get('original_device_class') or '-'):<15} "
+              f"{str(state_class or '-'):<16} {str(e.get('entity_category') or '-'):<11} "
+              f"precision {prec if prec is not None else '-'}  {state} {unit}")
+
+
+async def devices(url, state_dir, *specs):
+    expect = expectations(specs)
     async with HA(url, state_dir) as ha:
         async def probe():
             snap = await ha.snapshot()
-            by_name = {device_tag(d): (d, ents) for d, ents in snap.values()}
+            named = {}
+            for d, ents in snap.values():
+                named.setdefault(device_tag(d), []).append((d, ents))
             problems, lines = [], []
             for tag, want in expect.items():
-                if tag not in by_name:
-                    problems.append(f"NOT  device {tag}: not in the device registry")
+                found = named.get(tag, [])
+                if len(found) != 1:
+                    problems.append(f"NOT  device {tag}: {len(found)} devices of that name in the registry, expected 1")
                     continue
-                d, ents = by_name[tag]
+                d, ents = found[0]
                 by_id = {e["unique_id"]: (e, st) for e, st in ents}
                 if sorted(by_id) != sorted(want["entities"]):
                     problems.append(f"NOT  {tag}: entities {sorted(set(by_id) ^ set(want['entities']))} differ")
                     continue
-                if d.get("model") != {"cc2650": "CC2650 SensorTag", "cc2541": "CC2541 SensorTag"}[want["model"]]:
-                    problems.append(f"NOT  {tag}: model {d.get('model')!r}")
-                if not d.get("sw_version"):
-                    problems.append(f"NOT  {tag}: no firmware version in the device registry")
+                problems += device_problems(tag, want, d)
                 for uid, w in want["entities"].items():
                     e, st = by_id[uid]
-                    enabled = e["disabled_by"] is None
-                    got = {
-                        "enabled": enabled,
-                        "device_class": e.get("original_device_class"),
-                        "entity_category": e.get("entity_category"),
-                        "unit": (st or {}).get("attributes", {}).get("unit_of_measurement") if enabled else w.get("unit"),
-                        "precision": ((e.get("options") or {}).get("sensor") or {}).get("suggested_display_precision"),
-                    }
-                    for k, v in w.items():
-                        # Home Assistant keeps a display precision in the registry only for
-                        # entities it has added: not for disabled ones (the unit tests check
-                        # their configs).
-                        if k == "precision" and not enabled:
-                            continue
-                        if k in got and got[k] != v:
-                            problems.append(f"NOT  {tag} {e['entity_id']}: {k} {got[k]!r}, expected {v!r}")
-                    if enabled:
-                        state = (st or {}).get("state")
-                        if state in (None, "unknown", "unavailable"):
-                            problems.append(f"NOT  {tag} {e['entity_id']}: state {state!r}")
-                        elif w.get("numeric") and not is_number(state):
-                            problems.append(f"NOT  {tag} {e['entity_id']}: state {state!r} is not a number")
-                        elif "state" in w and state != w["state"]:
-                            problems.append(f"NOT  {tag} {e['entity_id']}: state {state!r}, expected {w['state']!r}")
+                    problems += [f"NOT  {tag} {e['entity_id']}: {p}" for p in entity_problems(e, st, w)]
                 lines.append((tag, d, ents))
             return not problems and len(lines) == len(expect), (problems, lines)
 
         ok, (problems, found) = await wait("devices", probe)
         for tag, d, ents in found:
-            print(f"device {tag!r}: {d['manufacturer']} {d['model']}, firmware {d.get('sw_version')}, "
-                  f"{len(ents)} entities")
-            for e, st in sorted(ents, key=lambda x: x[0]["entity_id"]):
-                enabled = "enabled " if e["disabled_by"] is None else "disabled"
-                prec = ((e.get("options") or {}).get("sensor") or {}).get("suggested_display_precision")
-                state = (st or {}).get("state", "-")
-                unit = (st or {}).get("attributes", {}).get("unit_of_measurement") or ""
-                print(f"  {e['entity_id']:<52} {enabled} {str(e.get('original_device_class') or '-'):<12} "
-                      f"{str(e.get('entity_category') or '-'):<11} precision {prec if prec is not None else '-'} "
-                      f" {state} {unit}")
+            print_device(tag, d, ents)
         for p in problems:
             print(p)
         print(("ok   " if ok else "NOT  ") + f"{len(expect)} devices as expected")
         return 0 if ok else 1
 
 
-async def availability(url, state_dir, tag, want):
+async def events(url, state_dir, *specs):
+    """Watches Home Assistant's state changes until each tag's binary sensors (those not expected
+    to stay in one state) were seen on and off, and each event entity fired its event type."""
+    expect = expectations(specs)
     async with HA(url, state_dir) as ha:
-        async def probe():
-            snap = await ha.snapshot()
-            for d, ents in snap.values():
-                if device_tag(d) == tag:
-                    states = [st.get("state") if st else None for e, st in ents if e["disabled_by"] is None]
-                    if want == "unavailable":
-                        done = states and all(s == "unavailable" for s in states)
-                    else:
-                        done = states and all(s not in (None, "unavailable") for s in states)
-                    return done, states
-            return False, None
-        t = time.monotonic()
-        ok, states = await wait("availability", probe)
-        print(("ok   " if ok else "NOT  ") + f"{tag}: every enabled entity {want} after {time.monotonic() - t:.1f} s"
-              + ("" if ok else f" (states {states})"))
+        snap = await ha.snapshot()
+        pending = {}  # entity id -> (tag, states or event types to see, those not seen yet)
+        for d, ents in snap.values():
+            want = expect.get(device_tag(d))
+            if not want:
+                continue
+            for e, _ in ents:
+                w = want["entities"].get(e["unique_id"])
+                if w and w["kind"] == "binary_sensor" and w["state"] is None:
+                    pending[e["entity_id"]] = (device_tag(d), ["on", "off"], {"on", "off"})
+                elif w and w["kind"] == "event":
+                    pending[e["entity_id"]] = (device_tag(d), [w["event_type"]], {w["event_type"]})
+        watched = sorted(pending)
+        unwatched = [t for t in expect if not any(tag == t for tag, _, _ in pending.values())]
+        t0 = time.monotonic()
+        seen_at = {}
+
+        def saw(entity_id, state):
+            if not state or entity_id not in pending:
+                return
+            _, _, left = pending[entity_id]
+            if entity_id.startswith("event."):
+                # An event entity's state is the time of its last event, its type an attribute.
+                if state["state"] not in ("unknown", "unavailable"):
+                    left.discard(state["attributes"].get("event_type"))
+            else:
+                left.discard(state["state"])
+            if not left and entity_id not in seen_at:
+                seen_at[entity_id] = time.monotonic() - t0
+
+        await ha.call("subscribe_events", event_type="state_changed")
+        for entity_id, st in (await ha.states()).items():
+            saw(entity_id, st)
+        deadline = t0 + TIMEOUT
+        while any(left for _, _, left in pending.values()) and time.monotonic() < deadline:
+            try:
+                m = await asyncio.wait_for(ha.ws.receive_json(), deadline - time.monotonic())
+            except asyncio.TimeoutError:
+                break
+            if m.get("type") == "event":
+                data = m["event"]["data"]
+                saw(data["entity_id"], data.get("new_state"))
+        ok = not unwatched and not any(left for _, _, left in pending.values())
+        for entity_id in watched:
+            tag, wanted, left = pending[entity_id]
+            what = "fired" if entity_id.startswith("event.") else "seen"
+            if left:
+                print(f"NOT  {tag} {entity_id}: {' and '.join(sorted(left))} not {what} in {TIMEOUT:.0f} s")
+            else:
+                print(f"ok   {tag} {entity_id}: {' and '.join(wanted)} {what} after {seen_at[entity_id]:.1f} s")
+        for tag in unwatched:
+            print(f"NOT  {tag}: no binary sensor or event entity to watch")
         return 0 if ok else 1
 
 
-async def removed(url, state_dir, tag):
+async def signal(url, state_dir, *specs):
+    """Enables each tag's signal strength entity (disabled by default) and waits for its state: a
+    number of dBm from the daemon's stats. Home Assistant reloads the MQTT integration 30 s after
+    an entity is enabled, so this phase takes that long and comes last."""
+    expect = expectations(specs)
+    async with HA(url, state_dir) as ha:
+        snap = await ha.snapshot()
+        link = {}  # entity id -> (tag, expectation)
+        for d, ents in snap.values():
+            want = expect.get(device_tag(d))
+            if not want:
+                continue
+            for e, _ in ents:
+                if e["unique_id"] == f"collectord_{want['node']}_signal_strength":
+                    link[e["entity_id"]] = (device_tag(d), want["entities"][e["unique_id"]])
+        missing = [t for t in expect if not any(tag == t for tag, _ in link.values())]
+        for entity_id in link:
+            await ha.call("config/entity_registry/update", entity_id=entity_id, disabled_by=None)
+        t0 = time.monotonic()
+
+        async def probe():
+            snap = await ha.snapshot()
+            problems = []
+            for d, ents in snap.values():
+                for e, st in ents:
+                    if e["entity_id"] in link:
+                        tag, w = link[e["entity_id"]]
+                        enabled = dict(w, enabled=True)
+                        problems += [f"NOT  {tag} {e['entity_id']}: {p}" for p in entity_problems(e, st, enabled)]
+            return not problems, problems
+
+        ok, problems = await wait("signal", probe)
+        states = await ha.states()
+        for entity_id, (tag, _) in sorted(link.items()):
+            st = states.get(entity_id) or {}
+            print(f"{'ok  ' if ok else '    '} {tag} {entity_id}: {st.get('state')} "
+                  f"{st.get('attributes', {}).get('unit_of_measurement') or ''}"
+                  + (f" after {time.monotonic() - t0:.1f} s" if ok else ""))
+        for p in problems:
+            print(p)
+        for tag in missing:
+            print(f"NOT  {tag}: no signal strength entity")
+        return 0 if ok and not missing else 1
+
+
+async def availability(url, state_dir, want, *tags):
     async with HA(url, state_dir) as ha:
         async def probe():
             snap = await ha.snapshot()
-            left = [len(ents) for d, ents in snap.values() if device_tag(d) == tag]
+            found = {}
+            for d, ents in snap.values():
+                if device_tag(d) in tags:
+                    found[device_tag(d)] = [st.get("state") if st else None for e, st in ents if e["disabled_by"] is None]
+            done = len(found) == len(tags)
+            for states in found.values():
+                if want == "unavailable":
+                    done = done and states and all(s == "unavailable" for s in states)
+                else:
+                    done = done and states and all(s not in (None, "unavailable") for s in states)
+            return done, found
+        t = time.monotonic()
+        ok, found = await wait("availability", probe)
+        print(("ok   " if ok else "NOT  ") + f"{', '.join(tags)}: every enabled entity {want} after {time.monotonic() - t:.1f} s"
+              + ("" if ok else f" (states {found})"))
+        return 0 if ok else 1
+
+
+async def removed(url, state_dir, *tags):
+    async with HA(url, state_dir) as ha:
+        async def probe():
+            snap = await ha.snapshot()
+            left = {device_tag(d): len(ents) for d, ents in snap.values() if device_tag(d) in tags}
             return not left, left
         ok, left = await wait("removal", probe)
-        print(("ok   " if ok else "NOT  ") + f"{tag}: device and entities removed" + ("" if ok else f" ({left} left)"))
+        print(("ok   " if ok else "NOT  ") + f"{', '.join(tags)}: devices and entities removed"
+              + ("" if ok else f" ({left} left)"))
         return 0 if ok else 1
 
 
@@ -283,12 +518,10 @@ def main(argv):
     if cmd == "setup":
         asyncio.run(setup(*argv[2:5]))
         return 0
-    if cmd == "devices":
-        return asyncio.run(devices(*argv[2:]))
-    if cmd == "availability":
-        return asyncio.run(availability(*argv[2:6]))
-    if cmd == "removed":
-        return asyncio.run(removed(*argv[2:5]))
+    phases = {"devices": devices, "events": events, "signal": signal, "availability": availability,
+              "removed": removed}
+    if cmd in phases:
+        return asyncio.run(phases[cmd](*argv[2:]))
     sys.exit(f"unknown phase {cmd}")
 
 
