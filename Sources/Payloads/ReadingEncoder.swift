@@ -211,8 +211,9 @@ public struct ReadingEncoder: Sendable {
 
     /// `v` to `decimals` places (unchanged for `Field.unrounded`): the nearest double to the
     /// rounded decimal, which the shortest round-trip printer then writes with no more places
-    /// (21.490322265625004 → 21.49). Never -0.
-    static func round(_ v: Double, _ decimals: Int8) -> Double {
+    /// (21.490322265625004 → 21.49). Never -0. Public for what shows a value as it is published
+    /// (`collectord scan`).
+    public static func round(_ v: Double, _ decimals: Int8) -> Double {
         guard decimals >= 0, v.isFinite else { return v }
         let scale: Double
         switch decimals {

@@ -174,10 +174,7 @@ enum AdvertisementText {
     static func number(_ v: Double, decimals: Int8) -> String {
         guard v.isFinite else { return "\(v)" }
         if decimals == Field.singlePrecision { return "\(Float(v))" }
-        guard (0...6).contains(decimals) else { return whole(v) ?? "\(v)" }
-        var scale = 1.0
-        for _ in 0..<decimals { scale *= 10 }
-        let r = (v * scale).rounded() / scale
+        let r = ReadingEncoder.round(v, decimals)  // as the daemon publishes it
         return whole(r) ?? "\(r)"
     }
 
