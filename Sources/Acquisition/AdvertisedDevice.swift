@@ -76,30 +76,6 @@ public struct AdvertisingSettings: Sendable {
     public static let staleBounds: ClosedRange<Duration> = .seconds(60) ... .seconds(3600)
 }
 
-/// What happened to one device's advertisements, for stats and `collectord status`.
-public struct AdvertisementCounters: Sendable, Equatable {
-    /// Reports of the device.
-    public var heard: UInt64 = 0
-    /// Readings given to the sink.
-    public var published: UInt64 = 0
-    /// Packets dropped as repeats of the one before.
-    public var repeats: UInt64 = 0
-    /// States replaced by newer ones while held for `minInterval`.
-    public var superseded: UInt64 = 0
-    /// Advertisements without the configured format (a scan response, another service's data).
-    public var otherData: UInt64 = 0
-    /// Packets of the format that did not decode (lengths, truncated objects, a bad version).
-    public var malformed: UInt64 = 0
-    /// Encrypted packets that did not authenticate with the key, or came without one.
-    public var undecrypted: UInt64 = 0
-    /// Encrypted packets whose counter was not above the last one accepted.
-    public var replayed: UInt64 = 0
-    /// BTHome objects the specification (as built in) does not know: the parse ended there.
-    public var unknownObjects: UInt64 = 0
-    /// Readings of sensors the configuration does not publish.
-    public var unconfigured: UInt64 = 0
-}
-
 public final class AdvertisedDevice {
     public let address: BluetoothAddress
     public let settings: AdvertisingSettings

@@ -74,23 +74,6 @@ public struct Statistics: Sendable {
         }
     }
 
-    /// What became of a device's advertisements, for one that only advertises.
-    public struct Advertisements: Sendable, Equatable {
-        public var heard: UInt64 = 0
-        public var published: UInt64 = 0
-        public var repeats: UInt64 = 0
-        public var superseded: UInt64 = 0
-        public var otherData: UInt64 = 0
-        public var malformed: UInt64 = 0
-        public var undecrypted: UInt64 = 0
-        public var replayed: UInt64 = 0
-        public var unknownObjects: UInt64 = 0
-        public var unconfigured: UInt64 = 0
-        /// Seconds since the last advertisement; nil before the first.
-        public var lastHeardSecondsAgo: Int64?
-        public init() {}
-    }
-
     public struct Tag: Sendable {
         public var name: String
         public var state: String
@@ -101,17 +84,20 @@ public struct Statistics: Sendable {
         public var reconnects: UInt64
         public var link: Link
         public var sensors: [Sensor]
-        /// A device that only advertises: its advertisements' counters instead of a link's.
-        public var advertisements: Advertisements?
+        /// A device that only advertises: its advertisements' counters instead of a link's, and
+        /// the seconds since the last one (nil before the first).
+        public var advertisements: AdvertisementCounters?
+        public var lastHeardSecondsAgo: Int64?
         public init(name: String, state: String, adapter: String?, rssiDBm: Int?, reconnects: UInt64, link: Link, sensors: [Sensor]) {
             self.name = name; self.state = state; self.adapter = adapter; self.rssiDBm = rssiDBm
             self.reconnects = reconnects; self.link = link; self.sensors = sensors
         }
 
         /// A device that only advertises: heard or silent, its last advertisement's RSSI.
-        public init(name: String, heard: Bool, rssiDBm: Int?, advertisements: Advertisements) {
+        public init(name: String, heard: Bool, rssiDBm: Int?, advertisements: AdvertisementCounters, lastHeardSecondsAgo: Int64?) {
             self.init(name: name, state: heard ? "heard" : "silent", adapter: nil, rssiDBm: rssiDBm, reconnects: 0, link: Link(), sensors: [])
             self.advertisements = advertisements
+            self.lastHeardSecondsAgo = lastHeardSecondsAgo
         }
     }
 
@@ -208,7 +194,7 @@ extension ControlPayloads {
                         ("unknown_objects", .integer(Int64(clamping: a.unknownObjects))),
                         ("unconfigured", .integer(Int64(clamping: a.unconfigured))),
                     ]
-                    if let ago = a.lastHeardSecondsAgo { counters.append(("last_heard_s_ago", .integer(ago))) }
+                    if let ago = t.lastHeardSecondsAgo { counters.append(("last_heard_s_ago", .integer(ago))) }
                     return (t.name, .object([("state", .string(t.state)),
                                              (Statistics.signalKey, t.rssiDBm.map { .integer(Int64($0)) } ?? .null),
                                              ("advertisements", .object(counters))]))

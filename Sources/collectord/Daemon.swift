@@ -376,13 +376,8 @@ final class Daemon: TagSupervisorDelegate {
         }
         let now = loop.now
         stats.tags! += fleet.advertisers.sorted(by: { $0.key < $1.key }).map { name, device in
-            let c = device.counters
-            var a = Statistics.Advertisements()
-            a.heard = c.heard; a.published = c.published; a.repeats = c.repeats; a.superseded = c.superseded
-            a.otherData = c.otherData; a.malformed = c.malformed; a.undecrypted = c.undecrypted; a.replayed = c.replayed
-            a.unknownObjects = c.unknownObjects; a.unconfigured = c.unconfigured
-            a.lastHeardSecondsAgo = device.lastHeard.map { (now - $0).nanosecondsClamped / 1_000_000_000 }
-            return Statistics.Tag(name: name, heard: device.online, rssiDBm: device.rssi.map { Int($0) }, advertisements: a)
+            Statistics.Tag(name: name, heard: device.online, rssiDBm: device.rssi.map { Int($0) }, advertisements: device.counters,
+                           lastHeardSecondsAgo: device.lastHeard.map { (now - $0).nanosecondsClamped / 1_000_000_000 })
         }
         let payload = ControlPayloads.stats(stats, time: .now())
         publication.publishStats(payload)
