@@ -363,7 +363,7 @@ start_bluetoothd() {
   mkdir -p /run/dbus /tmp/bluetooth-state /tmp/bluetooth-config
   cp /etc/bluetooth/main.conf /tmp/bluetooth-config/ 2>/dev/null || true
   start dbus dbus-daemon --system --nofork --nopidfile
-  for i in $(seq 50); do [ -S /run/dbus/system_bus_socket ] && break; nap 0.1; done
+  for i in $(seq $(( 50 * VM_TIME_SCALE ))); do [ -S /run/dbus/system_bus_socket ] && break; nap 0.1; done
   [ -S /run/dbus/system_bus_socket ] || fail "the system bus did not start: $(cat "$OUT/dbus.log")"
   start bluetoothd env STATE_DIRECTORY=/tmp/bluetooth-state CONFIGURATION_DIRECTORY=/tmp/bluetooth-config \
     /usr/libexec/bluetooth/bluetoothd -n -d

@@ -30,9 +30,9 @@ start daemon setpriv --reuid=65534 --regid=65534 --clear-groups \
   "$COLLECTORD" run --config "$CONF"
 pid=$(< "$OUT/daemon.pid")
 # setpriv execs collectord in the same process: check who it runs as, once the exec is done
-# (the name is collectord and the status file was read whole), waiting up to 20 s for that.
+# (the name is collectord and the status file was read whole), waiting up to 20 s (scaled) for that.
 uid="" capeff="" name=""
-for _ in $(seq 1 200); do
+for _ in $(seq 1 $(( 200 * VM_TIME_SCALE ))); do
   uid="" capeff="" name=""
   while IFS=$'\t ' read -r k v _; do
     case $k in Name:) name=$v ;; Uid:) uid=$v ;; CapEff:) capeff=$v ;; esac
