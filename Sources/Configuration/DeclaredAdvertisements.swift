@@ -81,6 +81,7 @@ extension Validator {
             return nil
         }
         var out: [(sensor: DeclaredAdvertisedSensor, line: Int)] = []
+        var fieldLines: [(sensor: Sensor, fields: [(name: String, line: Int)])] = []
         var names: [String: Int] = [:]
         var valid = true
         for item in items {
@@ -130,7 +131,11 @@ extension Validator {
                 continue
             }
             out.append((declared, c["offset"]?.line ?? c.line))
+            fieldLines.append((sensor, fields.map { ($0.field.name.description, $0.line) }))
         }
+        let errorsBefore = errors.count
+        objectIDs(of: fieldLines, kind: "sensor", scope)
+        if errors.count != errorsBefore { valid = false }
         return valid && !out.isEmpty ? out : nil
     }
 }

@@ -145,19 +145,20 @@ extension Validator {
             }
             if let d = declaredCharacteristic(c, scope, sensors: &sensors, places: &places) { out.append(d) }
         }
-        objectIDs(of: out, scope)
+        objectIDs(of: out.map { d in (d.characteristic.sensor, Array(zip(d.characteristic.decoding.fields.map(\.name.description), d.fieldLines))) },
+                  kind: "characteristic", scope)
         return out
     }
 
-    /// Home Assistant object ids (`EntityNames`) that two fields of the profile would make, or a
-    /// field and every tag's signal strength: reported at the later field's name.
-    private mutating func objectIDs(of characteristics: [Declared], _ scope: Scope) {
+    /// Home Assistant object ids (`EntityNames`) that two fields of one profile or advertisement
+    /// format would make, or a field and every tag's signal strength: reported at the later
+    /// field's line. `kind` says what holds a sensor there ("characteristic", "sensor").
+    mutating func objectIDs(of sensors: [(sensor: Sensor, fields: [(name: String, line: Int)])], kind: String, _ scope: Scope) {
         var ids: [String: (sensor: Sensor, field: String, line: Int)] = [:]
-        for d in characteristics {
-            let sensor = d.characteristic.sensor
-            for (field, line) in zip(d.characteristic.decoding.fields.map(\.name.description), d.fieldLines) {
+        for (sensor, fields) in sensors {
+            for (field, line) in fields {
                 let id = EntityNames.objectID(sensor: sensor, field: field)
-                let said = "characteristic \(quoted(sensor.rawValue)): fields.name \(quoted(field)) makes the Home Assistant object id \(quoted(id))"
+                let said = "\(kind) \(quoted(sensor.rawValue)): fields.name \(quoted(field)) makes the Home Assistant object id \(quoted(id))"
                 if id == EntityNames.signalStrength {
                     report(line, scope.context, "\(said), which is every tag's signal strength entity; rename the field or the sensor")
                 } else if let first = ids[id] {
