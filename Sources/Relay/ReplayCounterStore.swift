@@ -65,14 +65,9 @@ public final class ReplayCounterStore {
     }
 
     private func load() {
-        let reader: StateFile.Reader
-        do {
-            guard let r = try StateFile.Reader(path) else { return }
-            reader = r
-        } catch {
+        guard let reader = StateFile.reader(path, failed: { error in
             log(.error) { "replay counters: cannot read \(path): \(error); encrypted devices start without one" }
-            return
-        }
+        }) else { return }
         var faults = 0
         func fault(_ what: String) {
             faults += 1

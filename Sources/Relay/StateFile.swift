@@ -55,6 +55,17 @@ enum StateFile {
         text.utf8.count > shown ? "\"\(text.prefix(shown))…\" (\(text.utf8.count) bytes)" : "\"\(text)\""
     }
 
+    /// The reader of the file at `path`; nil when there is none, or when it cannot be opened
+    /// (`failed` is told why).
+    static func reader(_ path: String, failed: (SystemError) -> Void) -> Reader? {
+        do {
+            return try Reader(path)
+        } catch {
+            failed(error)
+            return nil
+        }
+    }
+
     /// Reads a state file one line at a time through a 64 KiB buffer: at most `limit` bytes of a
     /// line are kept, a longer one is skipped whole. Memory stays bounded whatever the file holds.
     final class Reader {

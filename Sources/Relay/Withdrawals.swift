@@ -161,15 +161,10 @@ final class Withdrawals {
     /// are what is owed); a line that is no topic is refused; beyond the bound nothing more is
     /// kept. A file with faults is kept aside as `withdrawals.damaged` and written again repaired.
     private func load() {
-        let reader: StateFile.Reader
-        do {
-            guard let r = try StateFile.Reader(path) else { return }
-            reader = r
-        } catch {
+        guard let reader = StateFile.reader(path, failed: { error in
             problems.damagedFiles += 1
             log(.error) { "discovery: cannot read the withdrawals owed to the broker: \(error)" }
-            return
-        }
+        }) else { return }
         var faults: [String] = []
         func fault(_ what: String) {
             faults.append("\(path):\(reader.lineNumber): \(what)")
