@@ -144,18 +144,26 @@ func check() -> Bool {
 // MARK: - the emulator's own part
 
 /// What `collectord run --emulated-tags` spends making one advertisement, without the daemon's
-/// part: the advertiser's measurement, the emulated kernel's Device Found, and its recv on the
-/// daemon's end (which the daemon makes too, and the rig counts on its side as well).
+/// part: the advertiser's measurement, the emulated kernel's checks (listed, monitored) and its
+/// Device Found, and the recv on the daemon's end (which the daemon makes too). Not the
+/// advertiser's timer, which the loop runs once per report.
 func emulator(_ c: AdvertisementCase, _ n: Int) -> Double {
     do {
         let loop = try EventLoop(clock: ManualClock())
         let (kernel, socket) = try EmulatedManagement.make(loop: loop)
         let address = BluetoothAddress("A4:C1:38:0E:11:22")!
         let advertiser = try EmulatedAdvertiser(format: AdvertisementRig.emulated(c), address: address, seed: 1)
+        // Listed and monitored, as in the daemon, so that the kernel's checks run as there.
+        let listener = AdvertisementListener(socket: socket, index: kernel.index)
+        listener.listen(for: address)
+        listener.monitor(AdvertisingSettings(format: .builtIn(c.format)).patterns)
+        guard loop.run(until: { kernel.isListed(address) && !kernel.monitors.isEmpty }, limit: .seconds(5)) else {
+            fail("emulator: the device was not listed")
+        }
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 1024, alignment: 16)
         defer { buffer.deallocate() }
         func one(_ i: Int) {
-            kernel.report(address, advertiser.measure(at: Double(i) * 2), rssi: -60)
+            kernel.heard(address, advertiser.measure(at: Double(i) * 2), rssi: -60)
             _ = recv(socket.fd, buffer, 1024, Int32(MSG_DONTWAIT))
         }
         for i in 0..<1_000 { one(i) }
