@@ -20,8 +20,8 @@
 # Needs the Swift toolchain, and mosquitto + mosquitto-clients for the publish and advertisement
 # suites (scripts/install-deps; without them a full run skips those suites). The benchmark package
 # and its dependencies resolve like the root package's. The first run builds ordo-one/benchmark in
-# release mode, which takes a few minutes. Raw results land in Benchmarks/.build/benchmark-results/ (JMH JSON, the harness log, the
-# table, valgrind.tsv, cpu.tsv).
+# release mode, which takes a few minutes. Raw results land in Benchmarks/.build/benchmark-results/
+# (JMH JSON, the harness log, the table, valgrind.tsv, cpu.tsv).
 set -euo pipefail
 cd "$(dirname "$0")"
 self=$(basename "$0")
