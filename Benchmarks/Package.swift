@@ -23,6 +23,14 @@ import PackageDescription
 //                             spool-only variant
 //   PublishBenchmarks         the ordo-one/benchmark suite over every PublishRig case
 //   PublishProbe              the same steps with no harness, for valgrind and CPU time
+//
+// A device that only advertises, from the management socket's read to mosquitto_publish:
+//   AdvertisementRig          the emulated kernel's management channel, the daemon's listener
+//                             and TagFleet with one advertising tag, and PublishRig's publishing
+//                             end; fed prebuilt Device Found frames one loop turn at a time
+//   AdvertisementBenchmarks   the ordo-one/benchmark suite over every format
+//   AdvertisementProbe        the same steps with no harness, for valgrind and CPU time; and the
+//                             stream of advertisements the process side by side replays
 let package = Package(
     name: "collectord-benchmarks",
     platforms: [.macOS(.v15)],
@@ -103,9 +111,43 @@ let package = Package(
             name: "PublishProbe",
             dependencies: ["PublishRig", "NotificationRig", .product(name: "TestHarness", package: "collectord")]
         ),
+        .target(
+            name: "AdvertisementRig",
+            dependencies: [
+                "NotificationRig",
+                "PublishRig",
+                .product(name: "Profiles", package: "collectord"),
+                .product(name: "LinuxSystem", package: "collectord"),
+                .product(name: "SharedTypes", package: "collectord"),
+                .product(name: "Reactor", package: "collectord"),
+                .product(name: "Acquisition", package: "collectord"),
+                .product(name: "Relay", package: "collectord"),
+                .product(name: "Ciphers", package: "collectord"),
+                .product(name: "SensorTagEmulator", package: "collectord"),
+            ]
+        ),
+        .executableTarget(
+            name: "AdvertisementBenchmarks",
+            dependencies: [
+                "AdvertisementRig",
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/AdvertisementBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "AdvertisementProbe",
+            dependencies: [
+                "AdvertisementRig",
+                "PublishRig",
+                .product(name: "TestHarness", package: "collectord"),
+                .product(name: "SensorTagEmulator", package: "collectord"),
+                .product(name: "SharedTypes", package: "collectord"),
+            ]
+        ),
         .executableTarget(
             name: "BenchmarkReport",
-            dependencies: ["DecodeCases", "NotificationRig", "PublishRig", .product(name: "Profiles", package: "collectord")]
+            dependencies: ["DecodeCases", "NotificationRig", "PublishRig", "AdvertisementRig", .product(name: "Profiles", package: "collectord")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -216,9 +216,9 @@ class Process:
     """A child process in its own session, stderr to `log`. With `pipe_log`, stderr is a pipe that
     a thread of this process copies to `log` (as journald would read it): the child's own disk
     writes (/proc/PID/io) then do not include its log, and `log_bytes` counts what it wrote there;
-    `on_line(bytes)` sees each line."""
+    `on_line(bytes)` sees each line. `pass_fds`: descriptors the child inherits."""
 
-    def __init__(self, argv, log, stdout=None, env=None, pipe_log=False, on_line=None):
+    def __init__(self, argv, log, stdout=None, env=None, pipe_log=False, on_line=None, pass_fds=()):
         self.argv = argv
         self.log_path = log
         self.log = open(log, "ab")
@@ -228,7 +228,7 @@ class Process:
         self.reader = None
         out = open(stdout, "wb") if stdout else subprocess.DEVNULL
         err = subprocess.PIPE if pipe_log else self.log
-        self.p = subprocess.Popen(argv, stdout=out, stderr=err, env=env, start_new_session=True)
+        self.p = subprocess.Popen(argv, stdout=out, stderr=err, env=env, start_new_session=True, pass_fds=pass_fds)
         self.started = time.monotonic()
         _running.append(self.p)
         if pipe_log:
@@ -375,10 +375,11 @@ class Emulators:
 
 
 def daemon_config(work, broker_port, tags, client_id="bench", extra_tag="", stats_interval=0, spool_max_mb=None,
-                  flood_limit=0, spool_path=None, qos=None, max_inflight=None):
+                  flood_limit=0, spool_path=None, qos=None, max_inflight=None, tag_tables=None):
     # The emulators notify every --interval-us whatever the configured periods, far faster than
     # the flood limit lets through: it is off here (flood_limit=None leaves the default), and the
-    # measurements see every reading.
+    # measurements see every reading. `tag_tables`: the [[tag]] tables' lines instead of `tags`
+    # emulated CC2650s (advertisements.py's devices that only advertise).
     lines = [f"stats_interval_s = {stats_interval}", "log_level = \"info\""]
     if flood_limit is not None:
         lines.append(f"flood_limit = {flood_limit}")
@@ -391,9 +392,13 @@ def daemon_config(work, broker_port, tags, client_id="bench", extra_tag="", stat
     if spool_max_mb:
         lines.append(f"max_mb = {spool_max_mb}")
     lines += ["", "[homeassistant]", "discovery = false", ""]
-    for i in range(tags):
-        lines += ["[[tag]]", f"name = \"t{i + 1}\"", f"address = \"{address(Emulators.FIRST, i)}\"",
-                  "model = \"cc2650\"", extra_tag, ""]
+    if tag_tables is not None:
+        for table in tag_tables:
+            lines += ["[[tag]]"] + table + [""]
+    else:
+        for i in range(tags):
+            lines += ["[[tag]]", f"name = \"t{i + 1}\"", f"address = \"{address(Emulators.FIRST, i)}\"",
+                      "model = \"cc2650\"", extra_tag, ""]
     path = work.file("collectord.conf")
     with open(path, "w") as f:
         f.write("\n".join(lines))

@@ -8,6 +8,7 @@
 #   scripts/measure reconnect  [--tags N] [--interval US] [--repeat K] [--away S]
 #   scripts/measure disk       [--seconds S] [--spool-parent DIR] [steady|outage|stalled ...]
 #   scripts/measure memory     [--spool-parent DIR] [flood|stalled|replay|files ...]
+#   scripts/measure advertisements [--devices N] [--seconds S]   # devices that only advertise, vs Theengs
 #   scripts/measure all                                                   # each with its defaults
 #   scripts/measure smoke      [MODE ...]   # each mode (or those named) for a few seconds, checked
 #
@@ -23,6 +24,10 @@
 # .build-static/results/<what>.json. disk and memory (durability.py: bytes written
 # per hour from /proc/PID/io, and RSS in bounded scenarios) put their spools under /var/tmp, which
 # must be a disk (tmpfs writes are not counted); they take about 6 minutes each.
+#
+# advertisements (advertisements.py) also builds the benchmark package's AdvertisementProbe (release),
+# whose emulators make the stream of advertisements both sides get, and installs TheengsDecoder
+# from PyPI into the same environment.
 #
 # scripts/measure runs this file, which works from the top of the clone wherever it is started.
 set -euo pipefail
@@ -40,13 +45,22 @@ run() {
   local w=$1; shift
   echo "== measure $w" >&2
   local script=Benchmarks/process/measure.py
-  case $w in disk|memory) script=Benchmarks/process/durability.py ;; esac
+  case $w in
+    disk|memory) script=Benchmarks/process/durability.py ;;
+    advertisements)
+      # The Python peer's decoder, at the version the advertisement oracles use (Tests/oracles).
+      "$python" -c "import TheengsDecoder" 2>/dev/null || "$python" -m pip install -q theengsdecoder==2.5.0 >&2
+      swift build -c release --package-path Benchmarks --product AdvertisementProbe >&2
+      "$python" Benchmarks/process/advertisements.py --binary "$binary" --out "$scratch/results/$w.json" \
+        --probe "$(swift build -c release --package-path Benchmarks --show-bin-path)/AdvertisementProbe" "$@" >/dev/null
+      return ;;
+  esac
   "$python" "$script" --binary "$binary" --out "$scratch/results/$w.json" "$w" "$@" >/dev/null
 }
 if [ "$what" = smoke ]; then
   exec "$python" Benchmarks/process/smoke.py --binary "$binary" --out-dir "$scratch/results/smoke" "$@" >/dev/null
 elif [ "$what" = all ]; then
-  for w in idle startup reconnect throughput compare disk memory; do run "$w"; done
+  for w in idle startup reconnect throughput compare disk memory advertisements; do run "$w"; done
 else
   run "$what" "$@"
 fi

@@ -25,10 +25,14 @@ public final class Broker {
         public var maxInflight: Int?
         /// The port to listen on (a free one otherwise).
         public var port: Int?
+        /// mosquitto's `set_tcp_nodelay`: its answers are sent at once, not held by Nagle's
+        /// algorithm until the client acknowledges the one before (which a client that waits for
+        /// them does only after its delayed-ACK timer, 40 ms).
+        public var tcpNoDelay: Bool
 
         public init(persistent: Bool = false, passwordFile: (user: String, password: String)? = nil,
                     tls: TestCertificates? = nil, requireClientCertificate: Bool = true, plainListener: Bool = false,
-                    maxInflight: Int? = nil, port: Int? = nil) {
+                    maxInflight: Int? = nil, port: Int? = nil, tcpNoDelay: Bool = false) {
             self.persistent = persistent
             self.passwordFile = passwordFile
             self.tls = tls
@@ -36,6 +40,7 @@ public final class Broker {
             self.plainListener = plainListener
             self.maxInflight = maxInflight
             self.port = port
+            self.tcpNoDelay = tcpNoDelay
         }
     }
 
@@ -83,6 +88,7 @@ public final class Broker {
         // lost on a restart.
         if let me = getpwuid(geteuid()) { lines.append("user \(String(cString: me.pointee.pw_name))") }
         if let maxInflight = options.maxInflight { lines.append("max_inflight_messages \(maxInflight)") }
+        if options.tcpNoDelay { lines.append("set_tcp_nodelay true") }
         if let credentials = options.passwordFile {
             let path = directory.sub("passwords")
             try writeFile(path, "")

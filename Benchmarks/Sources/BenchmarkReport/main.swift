@@ -29,7 +29,13 @@
 // report ends with the budget: 8 tags, every sensor at its shortest period.
 //
 //   BenchmarkReport <export.jmh.json> [valgrind.tsv] [--cpu cpu.tsv]
+//
+// AdvertisementBenchmarks (Device Found → every reading's mosquitto_publish → PUBACKs) likewise,
+// per advertisement; its valgrind.tsv rows have the PublishProbe's columns, its cpu.tsv rows
+// (AdvertisementProbe cpu …) the readings per advertisement where PublishProbe has the payload's
+// bytes.
 
+import AdvertisementRig
 import DecodeCases
 import Foundation
 import NotificationRig
@@ -102,7 +108,9 @@ if args.count >= 3 {
 }
 
 /// Per name, the median of the rounds in cpu.tsv (run.sh makes three, interleaved).
-var cpuTimes: [String: (cpuNs: Double, wallNs: Double, ackTurns: Double, payloadBytes: Int, userNs: Double, systemNs: Double)] = [:]
+/// The fourth column is the payload's bytes for PublishProbe, the readings per advertisement for
+/// AdvertisementProbe.
+var cpuTimes: [String: (cpuNs: Double, wallNs: Double, ackTurns: Double, payloadBytes: Double, userNs: Double, systemNs: Double)] = [:]
 var cpuRounds = 0
 if let cpuPath {
     guard let text = try? String(contentsOfFile: cpuPath, encoding: .utf8) else { fail("cannot read \(cpuPath)") }
@@ -118,7 +126,7 @@ if let cpuPath {
     }
     for (name, r) in rows {
         let column = { (i: Int) in median(r.map { $0[i] }) }
-        cpuTimes[name] = (column(0), column(1), column(2), Int(column(3)), column(4), column(5))
+        cpuTimes[name] = (column(0), column(1), column(2), column(3), column(4), column(5))
         cpuRounds = max(cpuRounds, r.count)
     }
 }
@@ -300,7 +308,7 @@ if let publish = suites["PublishBenchmarks"] {
         guard let n = publish[name], let w = n[wall], let m = n[malloc] else { fail("incomplete results for \(name)") }
         let cpuRow = cpuTimes[name]
         var cells = [c.map { "publish/\($0.kind)" } ?? "control/mqtt-publish (constant payload, no notification)",
-                     cpuRow.map { "\($0.payloadBytes)" } ?? "–", fmt(nsPerDecode(w.p50) / 1_000, 1), fmt(nsPerDecode(w.p90) / 1_000, 1),
+                     cpuRow.map { "\(Int($0.payloadBytes))" } ?? "–", fmt(nsPerDecode(w.p50) / 1_000, 1), fmt(nsPerDecode(w.p90) / 1_000, 1),
                      fmt(perStep(m), 3)]
         if haveInstructions { cells.append(n[instr].map { fmt($0.p50 / decodesPerSample, 0) } ?? "–") }
         if !cpuTimes.isEmpty {
@@ -371,6 +379,53 @@ if let publish = suites["PublishBenchmarks"] {
             row(["\(Int(tags)) × \(model)" + (complete ? "" : " (incomplete data)"), sensors.joined(separator: ", "),
                  fmt(rate, 1), instr, cpu, pi12, pi15])
         }
+    }
+}
+
+// MARK: - Advertisement to mosquitto_publish
+
+if let adverts = suites["AdvertisementBenchmarks"] {
+    guard let empty = adverts["baseline/empty"], let emptyMalloc = empty[malloc] else {
+        fail("AdvertisementBenchmarks: baseline/empty (with Malloc (total)) missing from the export")
+    }
+    func perStep(_ m: Metric) -> Double { (m.mean - emptyMalloc.mean) / decodesPerSample }
+    if !suites.keys.filter({ $0 != "AdvertisementBenchmarks" }).isEmpty { print("") }
+    print("Advertisement to mosquitto_publish: the management socket's recv → listener → fleet → device (repeat check, "
+        + "decode, decryption) → every reading encoded → mosquitto_publish (QoS 1), and the loop turns that read the "
+        + "PUBACKs (per advertisement)")
+    print("")
+    var cols = ["advertisement", "µs/advertisement (p50, harness)", "mallocs/advertisement (harness)"]
+    if haveInstructions { cols.append("instructions/advertisement (harness)") }
+    if !cpuTimes.isEmpty { cols += ["readings/advertisement", "CPU µs/advertisement (probe)", "of which system (kernel)", "wall µs (probe)"] }
+    if haveValgrind {
+        cols += ["instructions/advertisement (cachegrind)", "allocs/advertisement (memcheck)", "of which Swift (ours)", "of which in libmosquitto"]
+    }
+    header(cols)
+    for c in advertisementCases {
+        guard let n = adverts[c.name], let w = n[wall], let m = n[malloc] else { fail("incomplete results for \(c.name)") }
+        var cells = [c.name, fmt(nsPerDecode(w.p50) / 1_000, 1), fmt(perStep(m), 3)]
+        if haveInstructions { cells.append(n[instr].map { fmt($0.p50 / decodesPerSample, 0) } ?? "–") }
+        if !cpuTimes.isEmpty {
+            let t = cpuTimes[c.name]
+            cells += [t.map { fmt($0.payloadBytes, 2) } ?? "–", t.map { fmt($0.cpuNs / 1_000, 1) } ?? "–",
+                      t.map { "\(fmt($0.systemNs / max($0.userNs + $0.systemNs, 1) * 100, 0)) %" } ?? "–",
+                      t.map { fmt($0.wallNs / 1_000, 1) } ?? "–"]
+        }
+        if haveValgrind {
+            let v = valgrind[c.name], a = attribution[c.name]
+            cells += [v.map { fmt($0.instructions, 0) } ?? "–", v.map { fmt($0.allocs, 3) } ?? "–",
+                      a.map { fmt($0.swift, 3) } ?? "–", a.map { fmt($0.libmosquitto, 3) } ?? "–"]
+        }
+        row(cells)
+    }
+    print("")
+    print("AdvertisementBenchmarks baseline/empty: mallocs per 1,000-iteration sample: mean \(fmt(emptyMalloc.mean, 3)), "
+        + "min \(fmt(emptyMalloc.samples.min() ?? 0, 0)), max \(fmt(emptyMalloc.max, 0)). Its mean is subtracted in the mallocs column.")
+    let turns = advertisementCases.compactMap { cpuTimes[$0.name]?.ackTurns }
+    if let lo = turns.min(), let hi = turns.max() {
+        print("Probe: CPU time of the loop's thread (CLOCK_THREAD_CPUTIME_ID) and wall time per step over 20,000 steps, "
+            + "median of \(cpuRounds) rounds; the system share is getrusage's split. Loop turns per advertisement spent waiting "
+            + "for its PUBACKs: \(fmt(lo, 3))–\(fmt(hi, 3)).")
     }
 }
 

@@ -9,7 +9,9 @@
 //     ▶ publish callback ▶ Publication.publisher(_:didDeliver:) ▶ Outbox.delivered
 //
 // The Publication is the daemon's own (Sources/Relay), made from the daemon's default
-// configuration with this rig's broker, client id and spool directory, and discovery off.
+// configuration with this rig's broker, client id and spool directory, and discovery off; the
+// broker, the publication and the waits for PUBACKs are PublishingEnd.swift's, which the
+// advertisement rig shares.
 //
 // Setup (not measured): a NotificationRig (emulated tag, TagSupervisor, streaming one sensor,
 // emulator silenced, notification PDU prebuilt; see Sources/NotificationRig/Rig.swift) on a loop
@@ -84,20 +86,16 @@ func monotonicNanoseconds() -> UInt64 {
     return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
 }
 
-/// What the publication said during setup, for a setup that fails.
-final class EventTranscript {
-    var lines: [String] = []
-}
-
 public final class PublishRig {
     public let c: PublishCase
     public let clock = RigClock()
     public let loop: EventLoop
-    public let publication: Publication
+    /// The broker and the daemon's publication (PublishingEnd.swift).
+    public let end: PublishingEnd
+    public var publication: Publication { end.publication }
+    public var broker: Broker? { end.broker }
     public let notification: NotificationRig
-    public let broker: Broker?
-    private let spoolFolder: TemporaryDirectory
-    public var spoolDirectory: String { spoolFolder.path }
+    public var spoolDirectory: String { end.spoolDirectory }
     /// Topic and payload of the last reading published during setup.
     public let topic: String
     public let samplePayload: String
@@ -105,96 +103,33 @@ public final class PublishRig {
     /// Steps taken, extra loop turns spent waiting for PUBACKs, and steps whose PUBACK did not
     /// come within 5 s.
     public private(set) var sent = 0
-    public private(set) var ackTurns = 0
-    public private(set) var stuck = 0
-    private let handedOffBefore: UInt64
-    private let deliveredBefore: UInt64
-    private let appendedBefore: UInt64
-    private let readingsBefore: UInt64
+    public var ackTurns: Int { end.ackTurns }
+    public var stuck: Int { end.stuck }
+    private let before: PublishingEnd.Books
 
     public init(_ c: PublishCase) throws {
         self.c = c
         loop = try EventLoop(clock: clock)
-        var started: Broker?
-        if c.mode == .broker { started = try Broker() }
-        broker = started
-        spoolFolder = TemporaryDirectory("spool")
-        // A client id per rig, so that two rigs on one broker never take over each other's session;
-        // always 32 bytes, so that the setup allocates the same in every run (the probe's
-        // per-step figures are differences between two runs).
-        let unique = UInt64(UInt32(truncatingIfNeeded: getpid())) << 32 | UInt64(UInt32.random(in: 0...UInt32.max))
-        let hex = String(unique, radix: 16)
-        let clientID = "collectord-bench-" + String(repeating: "0", count: 16 - hex.count) + hex
-        // The daemon's defaults but for the broker, the client id, the spool and discovery.
-        let topics = try Topics(prefix: "collectord", client: clientID)
-        var mqtt = MQTTPublisherConfiguration(
-            brokers: [MQTTBroker(host: "127.0.0.1", port: started?.port ?? 1)], clientID: clientID,
-            presence: Presence(topic: topics.status, online: ControlPayloads.online, offline: ControlPayloads.offline))
-        mqtt.keepalive = .seconds(30)
-        var settings = PublicationSettings(topics: topics, publisher: mqtt, spoolDirectory: spoolFolder.path, homeAssistant: nil)
-        // COLLECTORD_BENCH_PAYLOAD=flat measures the flat payload (the default is the detailed one).
-        if let name = getenv("COLLECTORD_BENCH_PAYLOAD"), let format = PayloadFormat(rawValue: String(cString: name)) {
-            settings.payloadFormat = format
-        }
-        let events = EventTranscript()
-        // The publication's clock is synchronised by default: no "time_synced":false in the payloads.
-        publication = try Publication(settings: settings, loop: loop, softwareVersion: "benchmark") { level, message in
-            events.lines.append("\(level): \(message())")
-        }
-        publication.onEvent = { events.lines.append("\($0)") }
+        end = try PublishingEnd(c.mode, loop: loop, name: c.name)
         notification = try NotificationRig(c.notification, loop: loop)
         clock.freeze()
 
-        let publication = self.publication, loop = self.loop
-        func failure(_ what: String) -> RigError {
-            RigError(description: "\(c.name): \(what); publisher \(publication.publisher.state), events: "
-                + events.lines.joined(separator: "; "))
-        }
-        /// Turns the loop (really waiting) until `condition` or 5 s.
-        func wait(_ condition: () -> Bool) -> Bool {
-            let deadline = monotonicNanoseconds() + 5_000_000_000
-            while !condition() {
-                if monotonicNanoseconds() > deadline { return false }
-                loop.runOnce(maxWait: .milliseconds(50))
-            }
-            return true
-        }
-
-        if c.mode == .broker {
-            publication.publisher.start()
-            guard wait({ publication.publisher.isConnected }) else { throw failure("no connection to the broker within 5 s") }
-            // The retained "online" status (QoS 1) is in flight: wait for its PUBACK too.
-            guard wait({ publication.publisher.inFlight == 0 }) else { throw failure("the status message was not acknowledged") }
-        }
+        let end = self.end, publication = end.publication
+        try end.connect()
         let tag = notification.supervisor.tag
-        let sink = publication.add(tag)
-        notification.supervisor.sink = sink
-        if c.mode == .broker {
-            guard wait({ publication.publisher.inFlight == 0 }) else { throw failure("the tag's availability was not acknowledged") }
-        }
+        notification.supervisor.sink = try end.add(tag)
 
         // One reading by hand must go all the way: published and acknowledged, or spooled.
-        let stats = publication.publisher.statistics
-        let spooled = publication.spool.count
+        let first = end.books
         notification.deliver()
         if c.mode == .broker {
-            guard wait({ publication.publisher.inFlight == 0 }) else { throw failure("the first reading was not acknowledged") }
-            guard publication.publisher.statistics.delivered == stats.delivered + 1,
-                  publication.publisher.statistics.handedOff == stats.handedOff + 1, publication.spool.isEmpty else {
-                throw failure("the first reading was not published and acknowledged exactly once")
-            }
-        } else {
-            guard publication.spool.count == spooled + 1 else { throw failure("the first reading was not spooled") }
+            guard end.wait({ publication.publisher.inFlight == 0 }) else { throw end.failure("the first reading was not acknowledged") }
         }
-        guard publication.readingsPublished == 1, publication.rejected + publication.outbox.rejected == 0 else {
-            throw failure("\(publication.readingsPublished) readings encoded, \(publication.rejected + publication.outbox.rejected) rejected")
-        }
+        let problems = end.problems(since: first, messages: 1)
+        guard problems.isEmpty else { throw end.failure("the first reading: " + problems.joined(separator: "; ")) }
         topic = publication.topics.reading(tag: notification.supervisor.tag.name, sensor: c.notification.sensor)
         samplePayload = try Self.payload(of: c, readings: publication.tags[tag.name]!.readings, reading: notification.counter.last)
-        handedOffBefore = publication.publisher.statistics.handedOff
-        deliveredBefore = publication.publisher.statistics.delivered
-        appendedBefore = publication.spool.nextSequence
-        readingsBefore = publication.readingsPublished
+        before = end.books
     }
 
     /// What the prebuilt notification's reading looks like on the wire (the seq and time of the
@@ -213,24 +148,7 @@ public final class PublishRig {
     public func deliver() {
         notification.deliver()
         sent &+= 1
-        if publication.publisher.inFlight > 0 { awaitAcknowledgement() }
-    }
-
-    /// Loop turns until nothing is in flight; gives up (counting the step as stuck) after 5 s.
-    @inline(never)
-    public func awaitAcknowledgement() {
-        var turns = 0
-        var deadline: UInt64 = 0
-        while publication.publisher.inFlight > 0 {
-            loop.runOnce(maxWait: .seconds(1))
-            turns += 1
-            if turns >= 100 {
-                // Something is wrong (normally one turn suffices): watch the real time.
-                let now = monotonicNanoseconds()
-                if deadline == 0 { deadline = now + 5_000_000_000 } else if now > deadline { stuck += 1; break }
-            }
-        }
-        ackTurns &+= turns
+        if publication.publisher.inFlight > 0 { end.awaitAcknowledgement() }
     }
 
     /// The positive control's step: MQTTPublisher.publish of a constant payload (no notification,
@@ -239,55 +157,24 @@ public final class PublishRig {
     public func publishConstant(_ payload: UnsafeRawBufferPointer) {
         _ = publication.publisher.publish(topic: topic, payload: payload, qos: publication.outbox.qos, retain: publication.outbox.retain)
         sent &+= 1
-        if publication.publisher.inFlight > 0 { awaitAcknowledgement() }
+        if publication.publisher.inFlight > 0 { end.awaitAcknowledgement() }
     }
 
     /// Readings that went through the publication since setup.
-    public var published: Int { Int(publication.readingsPublished - readingsBefore) }
+    public var published: Int { Int(publication.readingsPublished - before.readings) }
 
     /// Nil when every step became exactly one message handed to libmosquitto and acknowledged (or
     /// one spooled message), with nothing rejected or stuck; otherwise why not. `notifications`:
     /// whether the steps were notifications (`deliver`) or constant publishes.
     public func problems(notifications: Bool = true) -> String? {
         var out: [String] = []
-        let s = publication.publisher.statistics
-        if notifications {
-            if let p = notification.problems() { out.append(p) }
-            if published != sent { out.append("\(sent) notifications, \(published) readings encoded") }
-        }
-        switch c.mode {
-        case .broker:
-            if s.handedOff - handedOffBefore != UInt64(sent) { out.append("\(s.handedOff - handedOffBefore) of \(sent) handed to libmosquitto") }
-            if s.delivered - deliveredBefore != UInt64(sent) { out.append("\(s.delivered - deliveredBefore) of \(sent) acknowledged") }
-            if !publication.spool.isEmpty { out.append("\(publication.spool.count) messages spooled") }
-            if !publication.publisher.isConnected { out.append("publisher \(publication.publisher.state)") }
-        case .spool:
-            // Appended, not still held: past maxBytes (64 MiB) the spool drops its oldest
-            // segments, as designed, and counts them in `dropped`.
-            let appended = publication.spool.nextSequence - appendedBefore
-            if appended != UInt64(sent) { out.append("\(appended) of \(sent) appended to the spool") }
-        }
-        let rejected = publication.rejected + publication.outbox.rejected
-        if rejected != 0 || publication.outbox.spoolErrors != 0 {
-            out.append("\(rejected) rejected, \(publication.outbox.spoolErrors) spool errors")
-        }
-        if stuck != 0 { out.append("\(stuck) PUBACKs not seen within 5 s") }
+        if notifications, let p = notification.problems() { out.append(p) }
+        out += end.problems(since: before, messages: sent, readings: notifications)
         return out.isEmpty ? nil : "\(c.name): " + out.joined(separator: "; ")
     }
 
     /// Disconnects (the broker acknowledges what is in flight), closes the spool, stops the broker.
     public func close() {
-        let publisher = publication.publisher
-        if publisher.isConnected {
-            var done = false
-            publisher.disconnect(timeout: .seconds(2)) { done = true }
-            let deadline = monotonicNanoseconds() + 3_000_000_000
-            while !done && monotonicNanoseconds() < deadline { loop.runOnce(maxWait: .milliseconds(50)) }
-        }
-        notification.close()
-        publication.outbox.stopSyncing()
-        try? publication.spool.close()
-        try? broker?.stop()
-        spoolFolder.remove()
+        end.close { notification.close() }
     }
 }
