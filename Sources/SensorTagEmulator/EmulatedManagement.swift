@@ -61,8 +61,10 @@ public final class EmulatedManagement {
     /// Adds `advertiser` to the room: it advertises from now on.
     public func add(_ advertiser: EmulatedAdvertiser) {
         advertisers.append(advertiser)
+        // Each a little further away than the one before, within what a radio reports.
+        let rssi = Int8(-40 - (advertisers.count - 1) % 60)
         advertiser.start(on: loop) { [weak self, unowned advertiser] data in
-            self?.heard(advertiser.address, data, rssi: -60 - Int8(truncatingIfNeeded: self?.advertisers.count ?? 0))
+            self?.heard(advertiser.address, data, rssi: rssi)
         }
     }
 

@@ -132,4 +132,23 @@ import Reactor
         listener.close()
         kernel.close()
     }
+
+    /// Hundreds of devices in one room: each reported with a signal strength a radio gives
+    /// (the 69th used to overflow it and trap).
+    @Test func aCrowdedRoomKeepsItsSignalStrengthsInRange() throws {
+        let loop = try EventLoop(clock: ManualClock())
+        let (kernel, socket) = try EmulatedManagement.make(loop: loop)
+        let listener = AdvertisementListener(socket: socket, index: kernel.index)
+        var signals: Set<Int8> = []
+        listener.onReport = { signals.insert($0.rssi) }
+        for i in 0..<200 {
+            let address = BluetoothAddress(bytes: [0xA4, 0xC1, 0x38, 0x00, UInt8(i >> 8), UInt8(i & 0xFF)])
+            kernel.add(try EmulatedAdvertiser(format: .pvvx, address: address, seed: UInt64(i + 1), interval: .seconds(1), repeats: 1))
+            listener.listen(for: address)
+        }
+        #expect(loop.run(until: { signals.count == 60 }, limit: .seconds(10)))
+        #expect(signals.allSatisfy { (-99 ... -40).contains($0) }, "\(signals.sorted())")
+        listener.close()
+        kernel.close()
+    }
 }
