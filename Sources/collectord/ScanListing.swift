@@ -83,8 +83,9 @@ struct ScanListing {
             case nil: break
             }
         }
-        return "\(tags) SensorTag\(tags == 1 ? "" : "s") and \(advertisers) advertising sensor\(advertisers == 1 ? "" : "s") "
-            + "found in \(seconds) s on \(adapter)"
+        // With no advertiser around, the line stays "2 SensorTags found in …", which scripts read.
+        let others = advertisers == 0 ? "" : " and \(advertisers) advertising sensor\(advertisers == 1 ? "" : "s")"
+        return "\(tags) SensorTag\(tags == 1 ? "" : "s")\(others) found in \(seconds) s on \(adapter)"
     }
 
     static func row(_ ad: Advertisement, kind: Kind?, values: String?) -> String {

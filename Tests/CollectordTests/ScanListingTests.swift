@@ -94,7 +94,7 @@ import SharedTypes
         #expect(all.record(try Self.found("11:22:33:44:55:66", Self.phone)) == nil)
         #expect(all.record(try Self.found("B0:B4:48:C9:4A:85", data: [0x02, 0x01, 0x06])) == "B0:B4:48:C9:4A:85  public  -67   -       -")
         #expect(all.record(try Self.sensorTag) == "B0:B4:48:C9:4A:85  public  -58   cc2650  CC2650 SensorTag")
-        #expect(all.summary(seconds: 10, adapter: "hci0") == "1 SensorTag and 0 advertising sensors found in 10 s on hci0")
+        #expect(all.summary(seconds: 10, adapter: "hci0") == "1 SensorTag found in 10 s on hci0")
         #expect(all.order.map(\.description) == ["11:22:33:44:55:66", "B0:B4:48:C9:4A:85"])
     }
 
