@@ -140,6 +140,10 @@ let package = Package(
             dependencies: [
                 "AdvertisementRig",
                 "PublishRig",
+                .product(name: "Acquisition", package: "collectord"),
+                .product(name: "LinuxSystem", package: "collectord"),
+                .product(name: "Profiles", package: "collectord"),
+                .product(name: "Reactor", package: "collectord"),
                 .product(name: "TestHarness", package: "collectord"),
                 .product(name: "SensorTagEmulator", package: "collectord"),
                 .product(name: "SharedTypes", package: "collectord"),

@@ -56,26 +56,8 @@ func publishConstant(_ rig: PublishRig, _ payload: [UInt8], _ n: Int) {
     }
 }
 
-func threadCPUNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
 
-/// User and system CPU time of the calling thread (getrusage; the kernel splits its precise total
-/// between the two by tick samples, so the split is approximate over short runs).
-func threadUserSystemNanoseconds() -> (user: UInt64, system: UInt64) {
-    var ru = rusage()
-    getrusage(1, &ru)  // RUSAGE_THREAD, which Glibc's module does not export (it needs _GNU_SOURCE)
-    func ns(_ t: timeval) -> UInt64 { UInt64(t.tv_sec) * 1_000_000_000 + UInt64(t.tv_usec) * 1_000 }
-    return (ns(ru.ru_utime), ns(ru.ru_stime))
-}
 
-func wallNanoseconds() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}
 
 /// Runs the named case N times; returns the rig (not closed) after checking it.
 func run(_ name: String, _ n: Int) -> PublishRig {
@@ -104,12 +86,6 @@ func sequence(in payload: Substring) -> Int? {
     return Int(payload[r.upperBound...].prefix { $0.isNumber })
 }
 
-/// Two decimals, without Foundation.
-func fixed2(_ v: Double) -> String {
-    let hundredths = Int((v * 100).rounded())
-    let fraction = abs(hundredths) % 100
-    return "\(hundredths < 0 ? "-" : "")\(abs(hundredths) / 100).\(fraction < 10 ? "0" : "")\(fraction)"
-}
 
 func hex(_ bytes: [UInt8]) -> String {
     bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined(separator: " ")
@@ -195,17 +171,17 @@ case "cpu" where args.count == 4:
         r = rig(publishCases[0])
         let payload = Array(r.samplePayload.utf8)
         publishConstant(r, payload, 1_000)
-        (cpu0, wall0, us0) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
+        (cpu0, wall0, us0) = (clockNanoseconds(CLOCK_THREAD_CPUTIME_ID), clockNanoseconds(CLOCK_MONOTONIC), threadUserSystemNanoseconds())
         publishConstant(r, payload, n)
-        (cpu1, wall1, us1) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
+        (cpu1, wall1, us1) = (clockNanoseconds(CLOCK_THREAD_CPUTIME_ID), clockNanoseconds(CLOCK_MONOTONIC), threadUserSystemNanoseconds())
         if let problem = r.problems(notifications: false) { r.close(); fail(problem) }
     } else {
         guard let c = (publishCases + spoolCases).first(where: { $0.name == name }) else { fail("unknown benchmark \(name)") }
         r = rig(c)
         deliver(r, 1_000)
-        (cpu0, wall0, us0) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
+        (cpu0, wall0, us0) = (clockNanoseconds(CLOCK_THREAD_CPUTIME_ID), clockNanoseconds(CLOCK_MONOTONIC), threadUserSystemNanoseconds())
         deliver(r, n)
-        (cpu1, wall1, us1) = (threadCPUNanoseconds(), wallNanoseconds(), threadUserSystemNanoseconds())
+        (cpu1, wall1, us1) = (clockNanoseconds(CLOCK_THREAD_CPUTIME_ID), clockNanoseconds(CLOCK_MONOTONIC), threadUserSystemNanoseconds())
         if let problem = r.problems() { r.close(); fail(problem) }
     }
     let perStep = { (a: UInt64, b: UInt64) in Double(b - a) / Double(n) }
