@@ -91,6 +91,8 @@ public final class AdvertisedDevice {
     public private(set) var rssi: Int8?
     /// The highest encrypted counter accepted: kept across restarts by the caller.
     public private(set) var counter: UInt32?
+    /// Its key's check value, what its kept counter is filed under (once, not per save).
+    public let keyCheckValue: UInt32?
     public private(set) var online = false
     /// Told when the device is heard after silence, and when it has not been heard for
     /// `staleAfter`.
@@ -133,6 +135,7 @@ public final class AdvertisedDevice {
         self.loop = loop
         self.counter = counter
         self.cipher = try settings.key.map { key throws(CipherError) in try AESCCM(key: key) }
+        keyCheckValue = settings.key?.checkValue
         self.heard = [Bool](repeating: false, count: sensors.count)
         decoded.reserveCapacity(Self.maximumReadings)
         held.reserveCapacity(Self.maximumReadings)

@@ -160,7 +160,7 @@ final class Daemon: TagSupervisorDelegate {
 
     private func keepReplayCounters() {
         for device in fleet.advertisers.values {
-            guard let counter = device.counter, let check = device.settings.key?.checkValue else { continue }
+            guard let counter = device.counter, let check = device.keyCheckValue else { continue }
             replayCounters.update(address: device.address, checkValue: check, counter: counter)
         }
         replayCounters.save()
