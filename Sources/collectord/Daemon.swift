@@ -116,9 +116,13 @@ final class Daemon: TagSupervisorDelegate {
 
     /// Runs until SIGTERM/SIGINT; returns the exit status.
     func run() throws -> Int32 {
-        try loop.handleSignals([SIGTERM, SIGINT, SIGHUP]) { [weak self] signal in
+        try loop.handleSignals(emulation == nil ? [SIGTERM, SIGINT, SIGHUP] : [SIGTERM, SIGINT, SIGHUP, SIGUSR1]) { [weak self] signal in
             guard let self else { return }
-            if signal == SIGHUP { self.reload() } else { self.stop(reason: signal == SIGTERM ? "SIGTERM" : "SIGINT") }
+            switch signal {
+            case SIGHUP: self.reload()
+            case SIGUSR1: self.emulation?.toggleAdvertisers()
+            default: self.stop(reason: signal == SIGTERM ? "SIGTERM" : "SIGINT")
+            }
         }
         let spool = publication.spool
         if !spool.isEmpty { Log.notice("spool: \(spool.count) messages waiting from before, replayed once connected") }

@@ -10,7 +10,9 @@ struct Run: Command {
         name: "run",
         abstract: "Run the daemon: keep every configured tag streaming and publish to MQTT (the default).",
         discussion: """
-            Signals: SIGHUP rereads the configuration (kept if invalid), SIGTERM stops cleanly.
+            Signals: SIGHUP rereads the configuration (kept if invalid), SIGTERM stops cleanly;
+            with --emulated-tags, SIGUSR1 silences the emulated devices that only advertise and
+            brings them back.
             Exit status: 0 stopped, 78 invalid configuration, 1 could not start.
             """,
         arguments: [config, emulatedTags, tagSockets]

@@ -44,6 +44,14 @@ final class TagEmulation {
         Log.notice("\(tag.name): emulated \(model) at \(tag.address)")
     }
 
+    /// Silences every emulated device that only advertises, or brings them back (SIGUSR1): a
+    /// flat battery or a device out of range, to see it go offline after `stale_after`.
+    func toggleAdvertisers() {
+        for advertiser in kernel.advertisers { advertiser.silent.toggle() }
+        let silent = kernel.advertisers.first?.silent ?? false
+        Log.notice("emulated advertising devices \(silent ? "silent" : "advertising again")")
+    }
+
     /// An advertiser of the tag's format, with its key when it has one, measuring every two
     /// seconds and sending each packet twice.
     private func placeAdvertiser(_ tag: TagConfiguration, _ advertising: AdvertisingConfiguration) {

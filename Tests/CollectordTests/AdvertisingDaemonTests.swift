@@ -164,6 +164,37 @@ import TestHarness
         #expect(after.contains("A4:C1:38:12:34:56 8cc05b9f 4000000000"), "the higher counter is kept: \(after)")
     }
 
+    /// A device that falls silent goes offline once `stale_after_s` has passed without a word,
+    /// and online again at its next advertisement (SIGUSR1 silences the emulated ones).
+    @Test func aSilentDeviceGoesOfflineAndComesBack() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "collectord/#")
+        let tags = """
+
+            [[tag]]
+            name = "hallway"
+            address = "A4:C1:38:AA:BB:CC"
+            model = "pvvx"
+            min_interval_s = 0
+            stale_after_s = 10
+            """
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: tags))
+        try daemon.start()
+        func availability(_ s: Subscriber) -> [String] { s.messages(on: "collectord/availability/hallway").map(\.payload) }
+        #expect(sub.waitFor(seconds: 60) { availability($0).last == "online" && !$0.seqs("hallway/temperature").isEmpty })
+        daemon.signal(SIGUSR1)
+        #expect(sub.waitFor(seconds: 60) { availability($0).last == "offline" }, "silent for stale_after_s: offline")
+        let heard = sub.seqs("hallway/temperature").count
+        daemon.signal(SIGUSR1)
+        #expect(sub.waitFor(seconds: 60) { availability($0).last == "online" && $0.seqs("hallway/temperature").count > heard },
+                "heard again: online, and its readings go on")
+        let (_, status) = daemon.stop()
+        sub.stop()
+        #expect(status == 0)
+        // Offline until first heard, and at the stop.
+        #expect(availability(sub) == ["offline", "online", "offline", "online", "offline"], "\(availability(sub))")
+    }
+
     /// The README's example of every format, as printed there (its key file made here), runs:
     /// every device of it publishes.
     @Test func theReadmeExampleStreams() throws {
