@@ -5,11 +5,11 @@ import LinuxSystem
 import Reactor
 
 extension DeviceSession {
-    /// Four times the longest period of the sensors that report periodically. Report-on-change
+    /// Four times the longest period of the sensors that report periodically (and are on). Report-on-change
     /// sensors (keys, battery) may stay quiet for hours: a device with only those has no silence
     /// watchdog, and the controller's supervision timeout tells when its link is gone.
     var silenceWindow: Duration? {
-        guard let longest = active.filter({ $0.profile.periodLimits != nil }).map(\.periodMilliseconds).max() else { return nil }
+        guard let longest = active.filter({ $0.enabled && $0.profile.periodLimits != nil }).map(\.periodMilliseconds).max() else { return nil }
         return max(minimumSilence, .milliseconds(longest * silencePeriods))
     }
 

@@ -92,6 +92,8 @@ public final class DeviceSession {
         /// When the next notification is due at the most the sensor is allowed (see `pace`).
         var paced: Instant?
         var floodLog = LogThrottle()
+        /// Off after a command switched it off: the silence watchdog does not wait for it.
+        var enabled = true
     }
     /// The sensors set up so far, in order; a sensor's place here is its slot.
     var active: [ActiveSensor] = []
@@ -110,6 +112,11 @@ public final class DeviceSession {
     var watchdog: TimerID?
     /// When a set-up sensor last delivered a value (the silence watchdog's clock).
     var lastNotification: Instant
+
+    /// Whether this link put the IO service in remote mode (a command drove an output), and the
+    /// outputs' bits as last read back.
+    var ioRemote = false
+    var ioOutputs: UInt8 = 0
 
     /// Notifications the kernel dropped on this link so far, as last reported.
     var kernelDrops: UInt64 = 0

@@ -211,6 +211,10 @@ public final class TagSupervisor {
     /// Link-level counters (malformed, oversized, unknown PDUs …) of the links that have ended.
     private var endedLinks = ATTCounters()
 
+    /// The tag's commands: checked, paced, run on the link one at a time.
+    let commands: CommandQueue
+    public var commandCounters: CommandCounters { commands.counters }
+
     private var attempt: LinkAttempt?
     private var timer: TimerID?
     private var hasStreamed = false
@@ -227,6 +231,8 @@ public final class TagSupervisor {
         self.cache = cache
         self.backoff = backoff
         self.counters = Array(repeating: SensorCounters(), count: tag.sensors.count)
+        commands = CommandQueue(tag: tag, loop: loop, settings: CommandSettings())
+        commands.log = { [weak self] level, message in self?.log(level, message) }
     }
 
     /// Starts the cycle with an immediate connection attempt; after `stop()`, starts it again.
@@ -241,7 +247,41 @@ public final class TagSupervisor {
     public func stop() {
         guard state != .stopped else { return }
         state = .stopped
+        commands.cancelAll()
         if dropLink() { emit(.forcedDisconnect("stopped")) }
+    }
+
+    /// A command from outside: `payload` is the value as sent for `target`. The completion gets
+    /// the states read back from the device, or why not; it may run before this returns.
+    public func command(_ target: CommandTarget, payload: [UInt8], _ completion: @escaping CommandCompletion) {
+        commands.submit(target, payload: payload, completion)
+    }
+
+    /// Connects again now: a link that is up is dropped and set up afresh from the configuration,
+    /// a tag that waits (backing off, or given up) tries at once.
+    public func reconnectNow(reason: String) {
+        switch state {
+        case .streaming, .settingUp:
+            if dropLink() { emit(.forcedDisconnect(reason)) }
+            failures = 0
+            connect()
+        case .waiting, .gaveUp:
+            cancelPending()
+            failures = 0
+            connect()
+        case .idle, .connecting, .paused, .stopped:
+            break
+        }
+    }
+
+    /// Forgets the values commands set; a link where some were set is set up again, so that the
+    /// configured ones hold (a reload). Tells whether there were any.
+    @discardableResult
+    public func restoreConfigured() -> Bool {
+        guard !commands.commanded.isEmpty else { return false }
+        commands.forgetCommanded()
+        reconnectNow(reason: "configured settings restored")
+        return true
     }
 
     /// The adapter went away: abandon the attempt in progress and wait for `resume()`. A link
@@ -404,6 +444,7 @@ public final class TagSupervisor {
 
     /// The session is over: its counters become the tag's.
     private func retire(_ s: DeviceSession) {
+        commands.linkDown()
         counters = s.counters
         endedLinks = endedLinks + s.bearer.counters
         session = nil
@@ -423,6 +464,7 @@ extension TagSupervisor: DeviceSessionDelegate {
         hasStreamed = true
         streamingSince = loop.now
         emit(.ready(model: session.model ?? .cc2541, firmware: session.firmware))
+        commands.linkReady(session)
     }
 
     public func session(_ session: DeviceSession, didEndWith reason: SessionEnd) {

@@ -61,6 +61,13 @@ public final class TagFleet {
     public var onAdvertiserSensors: ((String, [Sensor]) -> Void)?
     /// A problem with an advertising device worth a log line, once per kind.
     public var onAdvertiserNotice: ((String, String) -> Void)?
+    /// The states of a tag's command targets as read back from its device: after a command, and
+    /// after every setup.
+    public var onTargetStates: ((String, [TargetState]) -> Void)?
+    /// How every tag's commands are handled.
+    public var commandSettings = CommandSettings() {
+        didSet { for s in supervisors.values { s.commands.settings = commandSettings } }
+    }
 
     /// One configured adapter.
     final class Line {
@@ -132,6 +139,8 @@ public final class TagFleet {
         }
         let s = TagSupervisor(tag: tag, sink: sink, loop: loop, adapter: nil, monitor: nil, cache: cache, backoff: backoff)
         s.delegate = self
+        s.commands.settings = commandSettings
+        s.commands.onStates = { [weak self] states in self?.onTargetStates?(tag.name, states) }
         supervisors[tag.name] = s
         order.append(tag.name)
         replan()
@@ -159,6 +168,28 @@ public final class TagFleet {
         guests.remove(name)
         replan()
         rebalance()
+    }
+
+    /// A command for the tag named `name` (see `TagSupervisor.command`).
+    public func command(tag name: String, _ target: CommandTarget, payload: [UInt8], _ completion: @escaping CommandCompletion) {
+        guard let s = supervisors[name] else {
+            return completion(.failure(advertisers[name] != nil ? .unsupported("\(name) only advertises: it cannot be written to")
+                                                               : .unsupported("no tag is named \(name)")))
+        }
+        s.command(target, payload: payload, completion)
+    }
+
+    /// Connects the tag named `name` again now; false if there is no such connected tag.
+    public func reconnect(tag name: String) -> Bool {
+        guard let s = supervisors[name] else { return false }
+        s.reconnectNow(reason: "reconnect requested")
+        return true
+    }
+
+    /// A reload: the values commands set are forgotten, and the tags where any were set are set
+    /// up again from the configuration. Returns those tags' names.
+    public func restoreConfigured() -> [String] {
+        order.filter { supervisors[$0]?.restoreConfigured() == true }
     }
 
     /// Disconnects every tag; used on shutdown.

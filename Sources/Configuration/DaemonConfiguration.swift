@@ -27,6 +27,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var reconnect = Backoff(base: .milliseconds(1000), cap: .milliseconds(60000), maxAttempts: 10)
     public var spool = Spool()
     public var homeAssistant = HomeAssistant()
+    public var commands = Commands()
     /// In the order of the file.
     public var tags: [TagConfiguration] = []
     /// The device profiles the file and its drop-ins declare ([[profile]]), by name; tags carry
@@ -149,6 +150,18 @@ public struct DaemonConfiguration: Sendable, Equatable {
         public var prefix: String = "homeassistant"
         /// One config per tag (`device`) or one per entity (`entity`, older Home Assistant).
         public var form: DiscoveryForm = .device
+
+        public init() {}
+    }
+
+    /// `[commands]`: how commands from MQTT are handled (which tags take them is each tag's
+    /// `commands`).
+    public struct Commands: Sendable, Equatable {
+        /// How long a command for a tag that is not connected waits for it; 0 answers "not
+        /// connected" at once.
+        public var ttlSeconds: Int = 0
+        /// Commands each tag takes per minute at most; more are refused, each answered.
+        public var perMinute: Int = 60
 
         public init() {}
     }

@@ -67,7 +67,7 @@ extension DaemonConfiguration {
 
 enum Schema {
     static let top = ["adapter", "adapters", "max_connections", "log_level", "stats_interval_s", "flood_limit", "mqtt", "reconnect",
-                      "spool", "homeassistant", "profile", "advertisement", "tag"]
+                      "spool", "homeassistant", "commands", "profile", "advertisement", "tag"]
     static let adapterEntry = ["adapter", "max_connections"]
     static let mqtt = ["brokers", "client_id", "keepalive_s", "qos", "retain", "clean_session", "username",
                        "password_file", "topic_prefix", "topic_layout", "payload", "round_to_resolution", "max_inflight", "tls"]
@@ -79,7 +79,7 @@ enum Schema {
     static let payloads: [(String, PayloadFormat)] = [("detailed", .detailed), ("flat", .flat)]
     static let discoveryForms: [(String, DiscoveryForm)] = [("device", .device), ("entity", .entity)]
     static let tag = ["name", "address", "address_type", "adapter", "model", "tmp006_s0", "magnetometer_scale", "profile",
-                      "advertisement", "key", "key_file", "stale_after_s", "min_interval_s", "sensors"]
+                      "advertisement", "key", "key_file", "stale_after_s", "min_interval_s", "commands", "sensors"]
     static let sensor = ["enabled", "period_ms", "range"]
 
     static let logLevels: [(String, LogLevel)] = [("error", .error), ("warning", .warning), ("notice", .notice),
@@ -87,8 +87,8 @@ enum Schema {
     static let models: [(String, Model?)] = [("auto", nil), ("cc2541", .cc2541), ("cc2650", .cc2650), ("cc1350", .cc1350), ("gatt", .gatt),
                                              ("bthome", .bthome), ("ruuvi", .ruuvi), ("pvvx", .pvvx), ("atc1441", .atc1441)]
     static let addressTypes: [(String, BluetoothAddress.Kind)] = [("public", .public), ("random", .random)]
-    static let movementRanges: [(String, CC2650.AccelerometerRange)] = [("2g", .g2), ("4g", .g4), ("8g", .g8), ("16g", .g16)]
-    static let cc2541Ranges: [(String, CC2541.AccelerometerRange)] = [("2g", .g2), ("4g", .g4), ("8g", .g8)]
+    static let movementRanges = CC2650.AccelerometerRange.allCases.map { ($0.name, $0) }
+    static let cc2541Ranges = CC2541.AccelerometerRange.configurable.map { ($0.rawValue, $0) }
 
     /// Sensors that send notifications on some model: what a [tag.sensors.<name>] table may name.
     static let streamingSensors: [Sensor] = Sensor.allCases.filter { sensor in
@@ -315,6 +315,7 @@ struct Validator {
         if let spoolTable { c.spool = spool(spoolTable) }
         if checkingSpool { checkSpool(c.spool, spoolTable, rootHasSpool: root["spool"] != nil) }
         if let t = table(root, "homeassistant", top) { c.homeAssistant = homeAssistant(t) }
+        if let t = table(root, "commands", top) { c.commands = commands(t) }
         var declared = DeclaredProfiles()
         profiles(root, into: &declared)
         advertisements(root, into: &declared)
@@ -679,6 +680,8 @@ struct Validator {
                                    tmp006S0: s0, magnetometerScale: scale, adapter: pin)
         tag.profile = profile
         tag.advertising = advertising
+        tag.commands = commands(t, model: model, sensors: sensors, advertising: advertising != nil, scope)
+        guard errors.count == errorsBefore else { return nil }
         return tag
     }
 

@@ -59,6 +59,38 @@ public struct Topics: Sendable, Hashable {
     /// `<prefix>/+/+`, which also matches availability and the daemon's topics).
     public var allReadings: String { layout == .v1 ? "\(prefix)/+/+" : "\(prefix)/tags/+/+" }
 
+    /// `<prefix>/tags/<tag>/<target>/set`: where a command for a tag's target is sent.
+    public func commandTopic(tag: String, target: String) -> String { "\(prefix)/tags/\(tag)/\(target)/\(TopicNames.commandLeaf)" }
+
+    /// `<prefix>/tags/<tag>/<target>/result`: each command's outcome.
+    public func commandResult(tag: String, target: String) -> String { "\(prefix)/tags/\(tag)/\(target)/\(TopicNames.resultLeaf)" }
+
+    /// `<prefix>/tags/<tag>/<target>/state`: the target's state read back from the device, retained.
+    public func targetState(tag: String, target: String) -> String { "\(prefix)/tags/\(tag)/\(target)/\(TopicNames.stateLeaf)" }
+
+    /// The subscription that takes every tag's commands: `<prefix>/tags/+/+/set`.
+    public var allCommands: String { "\(prefix)/tags/+/+/\(TopicNames.commandLeaf)" }
+
+    /// `<prefix>/daemon/<client>/command`: the daemon's own commands (reconnect a tag, read a
+    /// target), answered on `…/command/result`.
+    public var daemonCommand: String { daemon(TopicNames.commandLeafDaemon) }
+    public var daemonCommandResult: String { daemon(TopicNames.commandLeafDaemon) + "/" + TopicNames.resultLeaf }
+
+    /// What an inbound topic asks for, if it is one of the command topics.
+    public enum Command: Sendable, Equatable {
+        case tag(tag: String, target: String)
+        case daemon
+    }
+
+    public func command(in topic: String) -> Command? {
+        if topic == daemonCommand { return .daemon }
+        let head = prefix + "/tags/"
+        guard layout == .v2, topic.hasPrefix(head) else { return nil }
+        let levels = topic.dropFirst(head.count).split(separator: "/", omittingEmptySubsequences: false)
+        guard levels.count == 3, levels[2] == TopicNames.commandLeaf, !levels[0].isEmpty, !levels[1].isEmpty else { return nil }
+        return .tag(tag: String(levels[0]), target: String(levels[1]))
+    }
+
     /// `<prefix>/daemon/<client>/status`: retained online/offline, and the last will.
     public var status: String { daemon(TopicNames.statusLeaf) }
 

@@ -80,6 +80,9 @@ public enum CC2541 {
             case .g2: return 3
             }
         }
+
+        /// The ranges firmware 1.5 can be set to, smallest first (as the configuration lists them).
+        public static let configurable: [AccelerometerRange] = [.g2, .g4, .g8]
     }
 
     public enum Accelerometer: SensorServiceConfigurable {

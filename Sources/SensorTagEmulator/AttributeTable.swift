@@ -229,6 +229,12 @@ public struct AttributeTable: Sendable {
         }?.handle
     }
 
+    /// The UUID of the characteristic whose value is at `handle`; nil for any other attribute.
+    public func characteristicUUID(ofValue handle: UInt16) -> GATTUUID? {
+        guard let a = self[handle], case .characteristicValue(let uuid) = a.kind else { return nil }
+        return uuid
+    }
+
     /// The CCCD of the characteristic whose value is at `valueHandle`.
     public func clientConfigurationHandle(of valueHandle: UInt16) -> UInt16? {
         attributes.first {

@@ -53,6 +53,21 @@ public final class SensorTagEmulator {
     /// CC2650 IO outputs driven by the client in remote mode (0x01 red, 0x02 green, 0x04 buzzer).
     public private(set) var ioOutputs: UInt8 = 0
 
+    /// One write a client made and the device accepted.
+    public struct AcceptedWrite: Sendable, Equatable, CustomStringConvertible {
+        public let handle: UInt16
+        /// The characteristic's UUID (nil for a descriptor).
+        public let uuid: GATTUUID?
+        public let bytes: [UInt8]
+        public var description: String { "\(uuid.map { "\($0)" } ?? "handle \(handle)") \(Hex.bytes(bytes))" }
+    }
+    /// Every write accepted, in order (the last `writeLogLimit`): what a command is checked to
+    /// have written, byte for byte.
+    public private(set) var writeLog: [AcceptedWrite] = []
+    public var writeLogLimit = 1024
+    /// Told of every accepted write (`collectord emulate` logs the IO service's).
+    public var onWrite: ((AcceptedWrite) -> Void)?
+
     // Counters for tests and the emulator's own log.
     public private(set) var connections = 0
     public private(set) var disconnects = 0
@@ -118,7 +133,9 @@ public final class SensorTagEmulator {
                                  preferredMTU: preferredMTU)
         server.onWrite = { [weak self] handle, value, _ in
             guard let self else { return .unlikelyError }
-            return self.write(handle, value)
+            let refused = self.write(handle, value)
+            if refused == nil { self.accepted(handle, value) }
+            return refused
         }
         buildSensors()
     }
@@ -369,6 +386,13 @@ public final class SensorTagEmulator {
     }
 
     // MARK: Writes
+
+    private func accepted(_ handle: UInt16, _ value: [UInt8]) {
+        let write = AcceptedWrite(handle: handle, uuid: table.characteristicUUID(ofValue: handle), bytes: value)
+        if writeLog.count >= writeLogLimit { writeLog.removeFirst(writeLog.count - writeLogLimit + 1) }
+        writeLog.append(write)
+        onWrite?(write)
+    }
 
     private func write(_ handle: UInt16, _ value: [UInt8]) -> ATTErrorCode? {
         guard let attribute = table[handle] else { return .invalidHandle }

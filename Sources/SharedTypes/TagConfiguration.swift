@@ -82,6 +82,10 @@ public struct TagConfiguration: Sendable, Hashable {
     /// are those published (no periods).
     public var advertising: AdvertisingConfiguration?
 
+    /// Which of its targets commands from MQTT may set (`commands`): none unless the
+    /// configuration says so.
+    public var commands: CommandPermission = .none
+
     /// Listened for, never connected to.
     public var isAdvertising: Bool { advertising != nil }
 
@@ -105,4 +109,21 @@ public struct TagConfiguration: Sendable, Hashable {
         if case .declared(let format)? = advertising?.format { return format.profile(for: sensor) }
         return profile?.profile(for: sensor) ?? SensorProfile.lookup(model, sensor)
     }
+}
+
+/// Which command targets a tag takes (`commands = true`, or a list of target names).
+public enum CommandPermission: Sendable, Hashable {
+    case none
+    case all
+    case only(Set<String>)
+
+    public func allows(_ target: CommandTarget) -> Bool {
+        switch self {
+        case .none: return false
+        case .all: return true
+        case .only(let names): return names.contains(target.name)
+        }
+    }
+
+    public var isNone: Bool { self == .none }
 }

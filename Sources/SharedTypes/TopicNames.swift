@@ -42,6 +42,13 @@ extension TopicNames {
     public static let statusLeaf = "status"
     public static let eventsLeaf = "events"
     public static let statsLeaf = "stats"
+    /// The daemon's command topic (`<prefix>/daemon/<client>/command`), answered on `…/result`.
+    public static let commandLeafDaemon = "command"
+    /// The last levels of a tag's command topics: `<prefix>/tags/<tag>/<target>/set`, `…/result`
+    /// and `…/state`.
+    public static let commandLeaf = "set"
+    public static let resultLeaf = "result"
+    public static let stateLeaf = "state"
 
     /// Why a sensor named `sensor` cannot publish its readings under `layout`, or nil. In v1 a
     /// reading's topic `<prefix>/<tag>/<sensor>` shares its levels with the tag's availability.

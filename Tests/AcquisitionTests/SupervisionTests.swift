@@ -42,7 +42,7 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
     func add(_ model: EmulatedModel, name: String, sensors: [SensorConfiguration]? = nil, pinned: Model? = nil,
              profile: DeviceProfile? = nil,
              backoff: Backoff = Backoff(base: .seconds(1), cap: .seconds(30), maxAttempts: 5),
-             floodLimit: Int = 2) -> (TagSupervisor, SensorTagEmulator) {
+             floodLimit: Int = 2, commands: CommandPermission = .none) -> (TagSupervisor, SensorTagEmulator) {
         let index = emulators.count
         let address = BluetoothAddress("00:AA:01:\(hex(index)):00:\(hex(index))")!
         let emulator = SensorTagEmulator(model: model, loop: loop, seed: UInt64(index + 1))
@@ -50,6 +50,7 @@ final class Fleet: TagSupervisorDelegate, LinkConnector {
         let all = SensorProfile.all(for: model.hardware).filter(\.notifies).map { SensorConfiguration($0.sensor) }
         var tag = TagConfiguration(name: name, address: address, model: pinned, sensors: sensors ?? all, floodLimit: floodLimit)
         tag.profile = profile
+        tag.commands = commands
         let s = TagSupervisor(tag: tag, sink: Readings(of: tag, into: self), loop: loop, adapter: adapter, monitor: air,
                               cache: cache, backoff: backoff)
         s.random = { 0.5 }

@@ -1,0 +1,224 @@
+// What a command from outside may set on a connected device, and the checks a value passes
+// before anything is written: the serializing side of a device's profile. A target is named
+// as one topic level (`led1`, `temperature_period`); its kind says which values it takes (a
+// toggle, a whole number in a range and step, one of a few choices), and the same kind is what
+// Home Assistant is told (a switch, a number, a select). Parsing is strict: a payload is one
+// plain value or that value as JSON, nothing else, and every bound the configuration file
+// applies to the same setting applies here too (`PeriodLimits`, the accelerometer ranges).
+
+/// One output of the CC2650/CC1350 IO service (`CC2650.IO.Data` in remote mode).
+public enum IOOutput: String, Sendable, Hashable, CaseIterable {
+    case led1, led2, buzzer
+
+    /// Its bit in IO Data. The fourth bit (external-flash erase) is no output and is never
+    /// written by a command.
+    public var bit: UInt8 {
+        switch self {
+        case .led1: return CC2650.IO.Data.redLED
+        case .led2: return CC2650.IO.Data.greenLED
+        case .buzzer: return CC2650.IO.Data.buzzer
+        }
+    }
+
+    /// The bits a command may ever set in IO Data.
+    public static let writableBits: UInt8 = CC2650.IO.Data.redLED | CC2650.IO.Data.greenLED | CC2650.IO.Data.buzzer
+}
+
+/// Something a command can set on a connected device.
+public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
+    /// A CC2650/CC1350 LED or its buzzer, on or off.
+    case output(IOOutput)
+    /// A sensor's notification period, in milliseconds.
+    case period(Sensor)
+    /// Whether a sensor measures and notifies.
+    case enabled(Sensor)
+    /// The accelerometer's range: CC2650 movement, CC2541 accelerometer (firmware 1.5).
+    case range(Sensor)
+
+    static let periodSuffix = "_period", enabledSuffix = "_enabled", rangeSuffix = "_range"
+
+    /// Its name: one topic level, and the object id of its Home Assistant entity.
+    public var name: String {
+        switch self {
+        case .output(let o): return o.rawValue
+        case .period(let s): return s.rawValue + Self.periodSuffix
+        case .enabled(let s): return s.rawValue + Self.enabledSuffix
+        case .range(let s): return s.rawValue + Self.rangeSuffix
+        }
+    }
+
+    public var description: String { name }
+
+    /// The target a name means, whatever the device: whether the device has it is `kind(model:)`'s
+    /// question.
+    public init?(name: String) {
+        if let o = IOOutput(rawValue: name) { self = .output(o); return }
+        for (suffix, make) in [(Self.periodSuffix, CommandTarget.period), (Self.enabledSuffix, CommandTarget.enabled),
+                               (Self.rangeSuffix, CommandTarget.range)] where name.hasSuffix(suffix) {
+            guard let sensor = Sensor(rawValue: String(name.dropLast(suffix.count))) else { return nil }
+            self = make(sensor)
+            return
+        }
+        return nil
+    }
+
+    /// The sensor the target belongs to, if any.
+    public var sensor: Sensor? {
+        switch self {
+        case .output: return nil
+        case .period(let s), .enabled(let s), .range(let s): return s
+        }
+    }
+
+    /// What the target takes on a device of `model`; nil when such a device has no such target.
+    public func kind(model: Model) -> CommandKind? {
+        switch self {
+        case .output:
+            return model.generation == .cc2650 ? .toggle : nil
+        case .period(let sensor):
+            guard model.isSensorTag, let limits = SensorProfile.lookup(model, sensor)?.periodLimits else { return nil }
+            return .number(minimum: limits.minimum, maximum: limits.maximum, step: 10, unit: "ms")
+        case .enabled(let sensor):
+            guard model.isSensorTag, let profile = SensorProfile.lookup(model, sensor),
+                  profile.enableValue() != nil else { return nil }
+            return .toggle
+        case .range(let sensor):
+            switch (model.generation, sensor) {
+            case (.cc2650, .movement): return .choice(CC2650.AccelerometerRange.allCases.map(\.name))
+            case (.cc2541, .accelerometer): return .choice(CC2541.AccelerometerRange.configurable.map(\.rawValue))
+            default: return nil
+            }
+        }
+    }
+
+    /// Every target a device of `model` streaming `sensors` has, in a stable order.
+    public static func all(model: Model, sensors: [Sensor]) -> [CommandTarget] {
+        var out: [CommandTarget] = []
+        if model.generation == .cc2650 { out += IOOutput.allCases.map { .output($0) } }
+        for s in sensors {
+            for t in [CommandTarget.enabled(s), .period(s), .range(s)] where t.kind(model: model) != nil { out.append(t) }
+        }
+        return out
+    }
+}
+
+/// The values a target takes.
+public enum CommandKind: Sendable, Hashable {
+    /// ON or OFF.
+    case toggle
+    /// A whole number within `minimum…maximum`, a multiple of `step`.
+    case number(minimum: Int, maximum: Int, step: Int, unit: String)
+    /// One of these names.
+    case choice([String])
+
+    /// The longest payload looked at: every valid value is far shorter.
+    public static let maximumPayload = 64
+
+    /// Parses and checks a command's payload: the value as plain text (`ON`, `500`, `8g`) or as
+    /// JSON (`true`, `500`, `"8g"`), surrounded by whitespace at most.
+    public func parse(_ payload: [UInt8]) throws(CommandValueError) -> CommandValue {
+        guard payload.count <= Self.maximumPayload else { throw .tooLong(payload.count) }
+        var bytes = payload[...]
+        while let f = bytes.first, f == 0x20 || f == 0x09 || f == 0x0A || f == 0x0D { bytes.removeFirst() }
+        while let l = bytes.last, l == 0x20 || l == 0x09 || l == 0x0A || l == 0x0D { bytes.removeLast() }
+        guard !bytes.isEmpty else { throw .empty }
+        guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { throw .notText }
+        var text = String(decoding: bytes, as: UTF8.self)
+        if text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") {
+            text = String(text.dropFirst().dropLast())
+            guard !text.contains("\""), !text.contains("\\") else { throw .expected(expectation, got: text) }
+        }
+        switch self {
+        case .toggle:
+            switch text.lowercased() {
+            case "on", "true", "1": return .toggle(true)
+            case "off", "false", "0": return .toggle(false)
+            default: throw .expected(expectation, got: text)
+            }
+        case .number(let minimum, let maximum, let step, _):
+            let number = try Self.wholeNumber(text, expectation)
+            guard number >= minimum && number <= maximum else { throw .outOfRange(number, minimum: minimum, maximum: maximum) }
+            guard number % step == 0 else { throw .notMultiple(number, of: step) }
+            return .number(number)
+        case .choice(let names):
+            let wanted = text.lowercased()
+            guard let name = names.first(where: { $0.lowercased() == wanted || $0.lowercased() == wanted + "g" }) else {
+                throw .expected(expectation, got: text)
+            }
+            return .choice(name)
+        }
+    }
+
+    /// A JSON number that is a whole number: digits with an optional sign, fraction of zeros or
+    /// exponent (`500`, `500.0`, `5e2`). No NaN, no infinity, nothing beyond ±10⁹.
+    private static func wholeNumber(_ text: String, _ expectation: String) throws(CommandValueError) -> Int {
+        let allowed = text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x2B || $0 == 0x2E || $0 == 0x65 || $0 == 0x45 }
+        guard allowed, let first = text.utf8.first, first == 0x2D || (first >= 0x30 && first <= 0x39) else {
+            throw .expected(expectation, got: text)
+        }
+        if let i = Int(text) {
+            guard i >= -1_000_000_000 && i <= 1_000_000_000 else { throw .expected(expectation, got: text) }
+            return i
+        }
+        guard let d = Double(text), d.isFinite, d >= -1_000_000_000 && d <= 1_000_000_000, d.rounded() == d else { throw .expected(expectation, got: text) }
+        return Int(d)
+    }
+
+    /// What the kind takes, for messages.
+    public var expectation: String {
+        switch self {
+        case .toggle: return "ON or OFF"
+        case .number(let minimum, let maximum, let step, let unit):
+            return "a whole number \(minimum)…\(maximum)\(step > 1 ? " in steps of \(step)" : "")\(unit.isEmpty ? "" : " (\(unit))")"
+        case .choice(let names): return "one of " + names.joined(separator: ", ")
+        }
+    }
+}
+
+/// A value a command sets, checked against its target's kind.
+public enum CommandValue: Sendable, Hashable, CustomStringConvertible {
+    case toggle(Bool)
+    case number(Int)
+    case choice(String)
+
+    /// As published on the target's state topic (and as Home Assistant is told to expect it).
+    public var description: String {
+        switch self {
+        case .toggle(let on): return on ? "ON" : "OFF"
+        case .number(let n): return String(n)
+        case .choice(let name): return name
+        }
+    }
+}
+
+/// A target's state as the device has it, read back after a write.
+public struct TargetState: Sendable, Hashable, CustomStringConvertible {
+    public var target: CommandTarget
+    public var value: CommandValue
+    public init(_ target: CommandTarget, _ value: CommandValue) {
+        self.target = target
+        self.value = value
+    }
+    public var description: String { "\(target) = \(value)" }
+}
+
+/// Why a payload is not a value its target takes.
+public enum CommandValueError: Error, Sendable, Equatable, CustomStringConvertible {
+    case tooLong(Int)
+    case empty
+    case notText
+    case expected(String, got: String)
+    case outOfRange(Int, minimum: Int, maximum: Int)
+    case notMultiple(Int, of: Int)
+
+    public var description: String {
+        switch self {
+        case .tooLong(let n): return "payload of \(n) bytes is too long (at most \(CommandKind.maximumPayload))"
+        case .empty: return "empty payload"
+        case .notText: return "payload is not printable ASCII text"
+        case .expected(let what, let got): return "expected \(what), got \"\(got)\""
+        case .outOfRange(let n, let minimum, let maximum): return "\(n) is outside \(minimum)…\(maximum)"
+        case .notMultiple(let n, let step): return "\(n) is not a multiple of \(step)"
+        }
+    }
+}
