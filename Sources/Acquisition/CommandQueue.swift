@@ -54,6 +54,8 @@ final class CommandQueue {
 
     private struct Waiting {
         let command: DeviceCommand
+        /// Only read the target's state (the daemon's `read` command); `command.value` unused.
+        var readOnly = false
         let completion: CommandCompletion
         var timer: TimerID?
     }
@@ -113,11 +115,30 @@ final class CommandQueue {
             counters.rateLimited += 1
             return answer(.failure(.rateLimited(perMinute: settings.perMinute)))
         }
+        enqueue(Waiting(command: DeviceCommand(target, value), completion: answer, timer: nil))
+    }
+
+    /// Reads `target`'s state once, in turn with the commands (the daemon's `read`): no
+    /// permission needed, since nothing is written, but paced like a command.
+    func submitRead(_ target: CommandTarget, _ completion: @escaping CommandCompletion) {
+        counters.received += 1
+        let answer: CommandCompletion = { [weak self] result in
+            if case .failure = result { self?.counters.failed += 1 } else { self?.counters.done += 1 }
+            completion(result)
+        }
+        guard admit() else {
+            counters.rateLimited += 1
+            return answer(.failure(.rateLimited(perMinute: settings.perMinute)))
+        }
+        enqueue(Waiting(command: DeviceCommand(target, .toggle(false)), readOnly: true, completion: answer, timer: nil))
+    }
+
+    private func enqueue(_ entry: Waiting) {
+        var entry = entry
         let connected = session?.isReady == true
-        guard connected || settings.ttl > .zero else { return answer(.failure(.notConnected)) }
-        guard waiting.count < settings.capacity else { return answer(.failure(.queueFull)) }
+        guard connected || settings.ttl > .zero else { return entry.completion(.failure(.notConnected)) }
+        guard waiting.count < settings.capacity else { return entry.completion(.failure(.queueFull)) }
         let limit = connected ? max(settings.ttl, settings.busyLimit) : settings.ttl
-        var entry = Waiting(command: DeviceCommand(target, value), completion: answer, timer: nil)
         let serial = nextSerial
         nextSerial &+= 1
         entry.timer = loop.schedule(after: limit) { [weak self] in self?.expire(serial) }
@@ -198,9 +219,11 @@ final class CommandQueue {
         serials.removeFirst()
         loop.cancel(entry.timer)
         busy = true
-        session.perform(entry.command) { [weak self] result in
+        let run: (@escaping CommandCompletion) -> Void = entry.readOnly
+            ? { session.readState(entry.command.target, $0) } : { session.perform(entry.command, $0) }
+        run { [weak self] result in
             guard let self else { return entry.completion(result) }
-            if case .success = result { self.remember(entry.command) }
+            if case .success = result, !entry.readOnly { self.remember(entry.command) }
             self.finished(result)
             entry.completion(result)
         }

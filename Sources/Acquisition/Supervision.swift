@@ -257,6 +257,11 @@ public final class TagSupervisor {
         commands.submit(target, payload: payload, completion)
     }
 
+    /// Reads `target`'s state from the device once, in turn with the commands.
+    public func readState(_ target: CommandTarget, _ completion: @escaping CommandCompletion) {
+        commands.submitRead(target, completion)
+    }
+
     /// Connects again now: a link that is up is dropped and set up afresh from the configuration,
     /// a tag that waits (backing off, or given up) tries at once.
     public func reconnectNow(reason: String) {

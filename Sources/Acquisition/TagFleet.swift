@@ -179,6 +179,14 @@ public final class TagFleet {
         s.command(target, payload: payload, completion)
     }
 
+    /// Reads a target's state of the tag named `name` once.
+    public func readState(tag name: String, _ target: CommandTarget, _ completion: @escaping CommandCompletion) {
+        guard let s = supervisors[name] else {
+            return completion(.failure(.unsupported(advertisers[name] != nil ? "\(name) only advertises" : "no tag is named \(name)")))
+        }
+        s.readState(target, completion)
+    }
+
     /// Connects the tag named `name` again now; false if there is no such connected tag.
     public func reconnect(tag name: String) -> Bool {
         guard let s = supervisors[name] else { return false }

@@ -7,7 +7,7 @@ import Profiles
 import SharedTypes
 
 extension Schema {
-    static let commands = ["ttl_s", "per_minute"]
+    static let commands = ["daemon", "ttl_s", "per_minute"]
 }
 
 extension Validator {
@@ -15,6 +15,10 @@ extension Validator {
         var c = DaemonConfiguration.Commands()
         let scope = Scope(context: "commands")
         checkKeys(t, allowed: Schema.commands, scope)
+        c.daemon = bool(t, "daemon", scope, default: c.daemon)
+        if c.daemon, layout == .v1, let v = t["daemon"] {
+            report(v.line, scope.context, "daemon commands need topic_layout = \"v2\"")
+        }
         c.ttlSeconds = integer(t, "ttl_s", scope, in: 0...3600, default: c.ttlSeconds)
         c.perMinute = integer(t, "per_minute", scope, in: 1...600, default: c.perMinute)
         return c

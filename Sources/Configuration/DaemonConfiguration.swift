@@ -157,6 +157,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// `[commands]`: how commands from MQTT are handled (which tags take them is each tag's
     /// `commands`).
     public struct Commands: Sendable, Equatable {
+        /// Whether `<prefix>/daemon/<client>/command` is obeyed (reconnect a tag, read a target).
+        public var daemon = false
         /// How long a command for a tag that is not connected waits for it; 0 answers "not
         /// connected" at once.
         public var ttlSeconds: Int = 0

@@ -143,11 +143,12 @@ public struct ConfigurationDiff: Sendable, Equatable {
     public var homeAssistantChanged = false
     public var logLevelChanged = false
     public var statsIntervalChanged = false
+    public var commandsChanged = false
 
     /// Nothing to do.
     public var isEmpty: Bool {
         added.isEmpty && removed.isEmpty && changed.isEmpty && !mqttChanged && !adapterChanged && !reconnectChanged
-            && !spoolChanged && !homeAssistantChanged && !logLevelChanged && !statsIntervalChanged
+            && !spoolChanged && !homeAssistantChanged && !logLevelChanged && !statsIntervalChanged && !commandsChanged
     }
 }
 
@@ -173,6 +174,7 @@ extension DaemonConfiguration {
         d.homeAssistantChanged = old.homeAssistant != new.homeAssistant
         d.logLevelChanged = old.logLevel != new.logLevel
         d.statsIntervalChanged = old.statsIntervalSeconds != new.statsIntervalSeconds
+        d.commandsChanged = old.commands != new.commands
         return d
     }
 }

@@ -18,6 +18,14 @@ public enum CommandPayloads {
         return JSONValue.object(members).encoded
     }
 
+    /// A command done whose outcome is no device state (the daemon's: a reconnect started).
+    public static func done(tag: String?, target: String, detail: String, time: Timestamp) -> [UInt8] {
+        var members = head(tag: tag, target: target, time: time)
+        members.append(("ok", .bool(true)))
+        members.append(("detail", .string(detail)))
+        return JSONValue.object(members).encoded
+    }
+
     public static func failed(tag: String?, target: String, code: String, reason: String, time: Timestamp) -> [UInt8] {
         var members = head(tag: tag, target: target, time: time)
         members.append(("ok", .bool(false)))

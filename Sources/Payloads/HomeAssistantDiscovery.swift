@@ -102,6 +102,9 @@ public struct HomeAssistantDiscovery: Sendable {
         /// A device that sends an advertisement format declared in the configuration: its
         /// sensors, with their units and classes, and its name as the device's model.
         public var advertisement: DeclaredAdvertisement?
+        /// Which command targets the configuration opens (`commands`): each the device has is a
+        /// switch, number or select (HomeAssistantCommands.swift).
+        public var commands: CommandPermission = .none
 
         public init(tag: String, address: String, model: Model, firmware: String? = nil, displayName: String? = nil,
                     profile: DeviceProfile? = nil, manufacturer: String? = nil, modelName: String? = nil,
@@ -125,6 +128,7 @@ public struct HomeAssistantDiscovery: Sendable {
             if case .declared(let format)? = tag.advertising?.format { declared = format }
             self.init(tag: tag.name, address: tag.address.description, model: model ?? tag.model ?? .cc2650, firmware: firmware,
                       profile: tag.profile, manufacturer: manufacturer, modelName: modelName, advertisement: declared)
+            commands = tag.commands
         }
 
         /// How `sensor` is decoded on this device, as `TagConfiguration.sensorProfile` finds it:
@@ -245,7 +249,7 @@ public struct HomeAssistantDiscovery: Sendable {
             if let profile = device.sensorProfile(sensor) { return entities(for: device, sensor: sensor, fields: profile.fields(settings)) }
             if device.model == .bthome, let events = BTHome.events(of: sensor) { return [eventEntity(for: device, sensor: sensor, events: events)] }
             return []
-        } + [linkQualityEntity(for: device)]
+        } + commandEntities(for: device, sensors: sensors) + [linkQualityEntity(for: device)]
     }
 
     func entities(for device: Device, sensor: Sensor, fields: [FieldDeclaration]) -> [Entity] {

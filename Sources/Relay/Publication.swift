@@ -44,7 +44,11 @@ public final class Publication: MQTTPublisherDelegate {
     /// Bounded by the configuration: a tag's availability, states and discovery configs.
     private var retainedOwed: [String] = []
     private var retainedPayloads: [String: [UInt8]] = [:]
-    private let log: (LogLevel, () -> String) -> Void
+    let log: (LogLevel, () -> String) -> Void
+    /// Where commands from the broker go (the daemon carries them out and answers through
+    /// `answer`); nil: each is answered that no command is taken.
+    public var onCommand: ((CommandRequest) -> Void)?
+    public internal(set) var commandStatistics = CommandStatistics()
 
     /// One tag as the publication knows it, and the sink its readings arrive at: from the session
     /// that decoded a reading to the outbox in one call.
@@ -57,7 +61,11 @@ public final class Publication: MQTTPublisherDelegate {
         /// it is removed, and its own again when it is back.
         var retainedTopics: [String] {
             [availabilityTopic] + readings.topics.indices.filter { readings.retained[$0] }.map { readings.topics[$0] }
+                + targetStates.keys.sorted()
         }
+        /// Its command targets' states as last read back from the device, by topic: published
+        /// retained, again on every connection, withdrawn with the tag.
+        var targetStates: [String: [UInt8]] = [:]
         var online = false
         var model: Model?
         var firmware: String?
@@ -269,6 +277,7 @@ public final class Publication: MQTTPublisherDelegate {
     private func publishState(of t: Tag) {
         withdrawals.cancel(t.retainedTopics)
         publishRetained(t.availabilityTopic, t.online ? ControlPayloads.online : ControlPayloads.offline)
+        for (topic, payload) in t.targetStates.sorted(by: { $0.key < $1.key }) { publishRetained(topic, payload) }
         announce(t)
     }
 
@@ -289,7 +298,7 @@ public final class Publication: MQTTPublisherDelegate {
     /// Publishes a retained state (availability, a discovery config, a migration mark) now, or
     /// as soon as the in-flight window has room: a full window no longer drops it until the
     /// next connection (Home Assistant would miss a tag's config or see it offline).
-    private func publishRetained(_ topic: String, _ payload: [UInt8]) {
+    func publishRetained(_ topic: String, _ payload: [UInt8]) {
         guard publisher.isConnected else { return }  // republished on every connection
         if retainedPayloads.updateValue(payload, forKey: topic) == nil { retainedOwed.append(topic) }
         sendRetained()

@@ -18,11 +18,11 @@ import Relay
 /// times).
 final class Daemon: TagSupervisorDelegate {
     private let path: String
-    private var config: DaemonConfiguration
+    private(set) var config: DaemonConfiguration
     private let loop: EventLoop
     private let notifier = SystemdNotifier()
-    private let fleet: TagFleet
-    private var publication: Publication
+    let fleet: TagFleet
+    private(set) var publication: Publication
     /// Every tag's sequence numbers, for the daemon's whole life: each publication draws from
     /// it, so a reload that replaces the publication neither reuses nor skips a number (the old
     /// one still numbers the readings of its goodbye). Written as clean only at the real stop.
@@ -74,9 +74,12 @@ final class Daemon: TagSupervisorDelegate {
             fleet = TagFleet(loop: loop, connector: air, monitor: air, name: "sockets in \(directory)")
         }
         fleet.backoff = configuration.reconnect
+        fleet.commandSettings = CommandSettings(configuration.commands)
         fleet.delegate = self
         Log.threshold = configuration.logLevel
         publication.onEvent = { [weak self] event in self?.mqttEvent(event) }
+        publication.onCommand = { [weak self] request in self?.command(request) }
+        fleet.onTargetStates = { [weak self] name, states in self?.publication.publishTargetStates(tag: name, states) }
         fleet.onAdapterChange = { [weak self] up, message in
             if up { Log.notice("bluetooth: \(message)") } else { Log.warning("bluetooth: \(message)") }
             self?.publication.publishEvent(up ? "adapter_up" : "adapter_down", tag: nil, detail: message)
@@ -203,6 +206,8 @@ final class Daemon: TagSupervisorDelegate {
         case .success(let c):
             new = c
         }
+        // Whatever else changes, values set by commands give way to the configured ones.
+        for name in fleet.restoreConfigured() { Log.notice("reload: \(name): settings made by commands undone; setting it up again") }
         let diff = DaemonConfiguration.diff(old: config, new: new)
         if diff.isEmpty {
             Log.notice("reload: \(path) unchanged")
@@ -247,6 +252,7 @@ final class Daemon: TagSupervisorDelegate {
                 self?.replacePublication(inheriting: old.owedWithdrawals, leftBehind: leftBehind, running: running)
             }
         }
+        fleet.commandSettings = CommandSettings(new.commands)
         config = new
         scheduleStats()
         Log.notice("reload: \(path) applied (\(diff.added.count) added, \(diff.removed.count) removed, \(diff.changed.count) changed)")
@@ -296,6 +302,7 @@ final class Daemon: TagSupervisorDelegate {
         sequences.relocate(to: c.spool.path)
         p.withdraw(owed)
         p.onEvent = { [weak self] event in self?.mqttEvent(event) }
+        p.onCommand = { [weak self] request in self?.command(request) }
         for tag in c.tags {
             fleet.route(tag.name, to: p.add(tag))
             if let s = fleet.supervisors[tag.name], s.state == .streaming {

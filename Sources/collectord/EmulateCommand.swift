@@ -151,6 +151,7 @@ struct Emulate: Command {
         tag.faults.unknownHandleNotifications = unknownHandleMs.map { .milliseconds($0) }
         tag.faults.withoutSensorServices = withoutSensorServices
         tag.faults.hostileStrings = hostile.first
+        tag.onWrite = { writeStderr(acceptedWriteLine($0, by: nil)) }
         let advertisement = advertisingData(name: emulated.deviceName,
                                             services: hardware.generation == .cc2650 ? [0xAA80] : [])
         func advertise() {
@@ -291,4 +292,12 @@ struct Emulate: Command {
         fleet.close()
         print(#"{"tags":\#(tags),"connections":\#(fleet.connections),"notifications":\#(fleet.notificationsSent),"drops":\#(fleet.drops),"malformed":\#(fleet.malformed)}"#)
     }
+}
+
+/// The log line of a write an emulated tag took, with when: the VM rig times commands by it, and
+/// ha-check sees what Home Assistant's switch made the daemon write.
+func acceptedWriteLine(_ write: SensorTagEmulator.AcceptedWrite, by address: BluetoothAddress?) -> String {
+    let t = WallTime.now().nanosecondsSinceEpoch
+    let micros = String(t % 1_000_000_000 / 1000 + 1_000_000).dropFirst()
+    return "<6>emulate: \(address.map { "\($0) " } ?? "")took write \(write) at \(t / 1_000_000_000).\(micros)\n"
 }

@@ -25,7 +25,9 @@ extension PublicationSettings {
             presence: Presence(topic: topics.status, online: ControlPayloads.online, offline: ControlPayloads.offline),
             keepalive: .seconds(c.mqtt.keepaliveSeconds), cleanSession: c.mqtt.cleanSession,
             credentials: c.mqtt.username.map { MQTTCredentials(username: $0, password: c.mqtt.password?.revealed) },
-            tls: tls, maxInFlight: c.mqtt.maxInflight)
+            tls: tls, maxInFlight: c.mqtt.maxInflight,
+            // Always subscribed (v2): a command for a tag that takes none is answered so.
+            subscriptions: Publication.commandSubscriptions(topics).map { MQTTSubscription(topicFilter: $0, qos: 1) })
         self.init(topics: topics, publisher: publisher, payloadFormat: c.mqtt.payload, roundsValues: c.mqtt.roundToResolution,
                   qos: Int32(c.mqtt.qos.rawValue), retain: c.mqtt.retain,
                   spoolDirectory: c.spool.path, spoolMaxBytes: c.spool.maxBytes,

@@ -47,6 +47,7 @@ final class SocketFleet {
             tag.faults.withoutSensorServices = mischief.withoutSensorServices
             tag.faults.hostileStrings = mischief.hostileStrings.isEmpty ? nil : mischief.hostileStrings[i % mischief.hostileStrings.count]
             let address = SocketFleet.address(first, plus: i)
+            tag.onWrite = { writeStderr(acceptedWriteLine($0, by: address)) }
             let host = try TagSocketHost(tag: tag, directory: directory, address: address, loop: loop)
             host.onLink = { up in writeStderr("<7>emulate: \(address) \(up ? "connected" : "disconnected")\n") }
             host.onError = { message in writeStderr("<3>emulate: \(message)\n") }

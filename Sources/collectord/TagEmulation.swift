@@ -39,7 +39,10 @@ final class TagEmulation {
         case .gatt: model = .standard(profile: tag.profile)
         case .bthome, .ruuvi, .pvvx, .atc1441, .advertisement: return
         }
-        air.add(SensorTagEmulator(model: model, loop: loop, seed: seed), at: tag.address)
+        let emulator = SensorTagEmulator(model: model, loop: loop, seed: seed)
+        // What a command wrote is seen where the device would show it: the emulator's log.
+        emulator.onWrite = { Log.info("\(tag.name): emulated device took write \($0)") }
+        air.add(emulator, at: tag.address)
         seed += 1
         Log.notice("\(tag.name): emulated \(model) at \(tag.address)")
     }

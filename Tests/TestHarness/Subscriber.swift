@@ -12,6 +12,9 @@ public struct ReceivedMessage: Equatable, Sendable, CustomStringConvertible {
     public let payload: String
     public let retained: Bool
     public let qos: Int
+    /// MQTT 5 (a subscriber made with `mqtt5`): the message's correlation data as text, nil when
+    /// it has none.
+    public var correlationData: String?
     public var description: String { "\(topic) \(retained ? "[retained] " : "")\(payload)" }
     public init(topic: String, payload: String, retained: Bool, qos: Int) {
         self.topic = topic
@@ -50,16 +53,18 @@ public final class Subscriber: @unchecked Sendable {
     /// `topic`: the filter subscribed to (QoS 1). `session`: a persistent session under that
     /// client id, so that nothing published while the subscriber (or the broker) is away is lost
     /// to it. `credentials`: for a broker with a password file.
+    /// `mqtt5`: subscribe with MQTT 5 and keep each message's correlation data.
     public init(loop: EventLoop? = nil, port: Int, topic: String = "collectord/#", session: String? = nil,
-                credentials: (user: String, password: String)? = nil) throws {
+                credentials: (user: String, password: String)? = nil, mqtt5: Bool = false) throws {
         let probeTopic = Self.probeTopics + String(UInt64.random(in: 1...UInt64.max), radix: 16)
         var login: [String] = []
         if let credentials { login = ["-u", credentials.user, "-P", credentials.password] }
         var arguments = ["-oL", try findTool("mosquitto_sub", package: "mosquitto-clients"),  // line-buffered stdout
                          "-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-t", probeTopic, "-q", "1",
-                         "-F", #"MSG\t%r\t%q\t%t\t%p"#] + login
+                         "-F", mqtt5 ? #"MSG\t%r\t%q\t%t\t%D\t%p"# : #"MSG\t%r\t%q\t%t\t%p"#] + login
+        if mqtt5 { arguments += ["-V", "5"] }
         if let session { arguments += ["-c", "-i", session] }
-        inbox = Inbox(probeTopic: probeTopic)
+        inbox = Inbox(probeTopic: probeTopic, mqtt5: mqtt5)
         channel = try OutputChannel()
         process = try ChildProcess(try findTool("stdbuf", package: "coreutils"), arguments, stdout: channel.childEnd)
         channel.closeChildEnd()
@@ -149,7 +154,13 @@ private final class Inbox: Sendable {
     let probeTopic: String
     let state = Mutex(State())
 
-    init(probeTopic: String) { self.probeTopic = probeTopic }
+    /// Each line has the correlation data before the payload.
+    let mqtt5: Bool
+
+    init(probeTopic: String, mqtt5: Bool) {
+        self.probeTopic = probeTopic
+        self.mqtt5 = mqtt5
+    }
 
     func take(_ bytes: [UInt8]) {
         state.withLock { s in
@@ -168,15 +179,22 @@ private final class Inbox: Sendable {
     /// are not messages.
     private func parse(_ line: String, into s: inout State) {
         guard line.hasPrefix("MSG\t") else { return }
-        let parts = line.split(separator: "\t", maxSplits: 4, omittingEmptySubsequences: false)
+        var parts = line.split(separator: "\t", maxSplits: mqtt5 ? 5 : 4, omittingEmptySubsequences: false)
+        var correlation: String?
+        if mqtt5 {
+            guard parts.count == 6 else { return }
+            correlation = parts[4].isEmpty ? nil : String(parts[4])
+            parts.remove(at: 4)
+        }
         guard parts.count == 5 else { return }
         let topic = String(parts[3])
         if topic.hasPrefix(Subscriber.probeTopics) {
             if topic == probeTopic { s.probed = true }
             return
         }
-        let message = ReceivedMessage(topic: topic, payload: parts[4].isEmpty ? "(null)" : String(parts[4]),
+        var message = ReceivedMessage(topic: topic, payload: parts[4].isEmpty ? "(null)" : String(parts[4]),
                                       retained: parts[1] == "1", qos: Int(parts[2]) ?? -1)
+        message.correlationData = correlation
         s.messages.append(message)
         if let reading = Published((message.topic, message.payload)) {
             s.sequences["\(reading.tag)/\(reading.sensor)", default: []].append(reading.seq)

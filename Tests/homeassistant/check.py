@@ -154,6 +154,12 @@ def event(device_class, event_type):
             "event_type": event_type}
 
 
+def control(kind, category=None, unit=None, state=None):
+    """A command target's entity (`switch`, `number`, `select`): its state is the device's, read
+    back; `state` the one it must have before the commands phase changes it."""
+    return {"kind": kind, "enabled": True, "entity_category": category, "unit": unit, "state": state}
+
+
 def axes(prefix, names, unit, precision, enabled=False, within=None):
     return {f"{prefix}_{n}": sensor(unit, precision=precision, enabled=enabled, within=within) for n in names}
 
@@ -198,6 +204,19 @@ DEVICES = {
         "keys_pressed_0": KEY, "keys_pressed_1": KEY, "keys_pressed_2": KEY,
         "battery_level": BATTERY,
         "signal_strength": LINK,
+    }),
+    # The same with commands = ["led1", "temperature_period"]: a switch and a number.
+    "cc2650_commands": device("CC2650 SensorTag", "Texas Instruments", True, {
+        **CLIMATE,
+        **axes("movement", ["gyro_x", "gyro_y", "gyro_z"], "°/s", 2),
+        **axes("movement", ["accel_x", "accel_y", "accel_z"], "g", 3),
+        **axes("movement", ["mag_x", "mag_y", "mag_z"], "µT", 1),
+        "light_illuminance": sensor("lx", "illuminance", within=LIGHT),
+        "keys_pressed_0": KEY, "keys_pressed_1": KEY, "keys_pressed_2": KEY,
+        "battery_level": BATTERY,
+        "signal_strength": LINK,
+        "led1": control("switch", state="off"),
+        "temperature_period": control("number", "config", unit="ms"),
     }),
     "cc2541": device("CC2541 SensorTag", "Texas Instruments", True, {
         **CLIMATE,
@@ -266,6 +285,14 @@ def state_problem(w, state):
         return None  # unknown until its first event; the events phase waits for one
     if state == "unknown":
         return f"state {state!r}"
+    if w["kind"] in ("switch", "number", "select"):
+        if w["kind"] == "switch" and state not in ("on", "off"):
+            return f"state {state!r}, expected on or off"
+        if w["kind"] == "number" and not is_number(state):
+            return f"state {state!r} is not a number"
+        if w.get("state") is not None and state != w["state"]:
+            return f"state {state!r}, expected {w['state']}"
+        return None
     if w["kind"] == "binary_sensor":
         if state not in ("on", "off") or (w["state"] is not None and state != w["state"]):
             return f"state {state!r}, expected {w['state'] or 'on or off'}"
@@ -501,6 +528,51 @@ async def availability(url, state_dir, want, *tags):
         return 0 if ok else 1
 
 
+async def commands(url, state_dir, tag, emulator_log):
+    """Home Assistant's REST API switches the tag's LED on and off and sets its temperature period:
+    each reaches the emulated tag as the expected write (its log), and the entities show the state
+    the device read back."""
+    io_data = "F000AA65-0451-4000-B000-000000000000"
+    period = "F000AA03-0451-4000-B000-000000000000"
+    async with HA(url, state_dir) as ha:
+        snap = await ha.snapshot()
+        ids = [e for d, ents in snap.values() if device_tag(d) == tag for e, _ in ents]
+        switch = next((e["entity_id"] for e in ids if e["unique_id"].endswith("_led1")), None)
+        number = next((e["entity_id"] for e in ids if e["unique_id"].endswith("_temperature_period")), None)
+        if not switch or not number:
+            print(f"NOT  {tag}: no LED switch or period number ({sorted(e['unique_id'] for e in ids)})")
+            return 1
+        failed = 0
+
+        def written(uuid, data):
+            return sum(1 for line in open(emulator_log, errors="replace") if f"took write {uuid} {data} at" in line)
+
+        async def service(domain, name, **data):
+            async with ha.s.post(f"{url}/api/services/{domain}/{name}", json=data, headers=ha.h) as r:
+                if r.status != 200:
+                    raise RuntimeError(f"{domain}.{name}: HTTP {r.status} {await r.text()}")
+
+        for name, entity, call, want, uuid, data in [
+            ("LED on", switch, ("switch", "turn_on", {}), "on", io_data, "01"),
+            ("LED off", switch, ("switch", "turn_off", {}), "off", io_data, "00"),
+            ("period 500 ms", number, ("number", "set_value", {"value": 500}), "500", period, "32"),
+        ]:
+            before = written(uuid, data)
+            t = time.monotonic()
+            await service(call[0], call[1], entity_id=entity, **call[2])
+
+            async def probe():
+                st = (await ha.states()).get(entity) or {}
+                state = st.get("state")
+                same = state == want or (is_number(state) and is_number(want) and float(state) == float(want))
+                return same and written(uuid, data) > before, state
+            ok, state = await wait("command", probe)
+            print(("ok   " if ok else "NOT  ") + f"{tag} {name}: written as {data} on {uuid[:8]}, {entity} shows {state!r}"
+                  + (f" after {time.monotonic() - t:.1f} s" if ok else f" (writes {written(uuid, data) - before})"))
+            failed += 0 if ok else 1
+        return 1 if failed else 0
+
+
 async def removed(url, state_dir, *tags):
     async with HA(url, state_dir) as ha:
         async def probe():
@@ -519,7 +591,7 @@ def main(argv):
         asyncio.run(setup(*argv[2:5]))
         return 0
     phases = {"devices": devices, "events": events, "signal": signal, "availability": availability,
-              "removed": removed}
+              "removed": removed, "commands": commands}
     if cmd in phases:
         return asyncio.run(phases[cmd](*argv[2:]))
     sys.exit(f"unknown phase {cmd}")

@@ -1,0 +1,57 @@
+// The command targets a tag's configuration opens, as Home Assistant entities: the CC2650's LEDs
+// and buzzer and each sensor's on/off as `switch`es, a period as a `number` (its bounds and 10 ms
+// step), the accelerometer range as a `select`. Each sends the plain value to the target's `set`
+// topic and shows the state read back from the device on its `state` topic (never optimistic:
+// the switch moves when the device says so). Availability follows the tag, like its sensors. The
+// settings are `entity_category: config`; the LEDs and the buzzer are the device's own controls.
+
+import Profiles
+import SharedTypes
+
+extension HomeAssistantDiscovery {
+    /// The entities of the targets `device` has and its configuration opens.
+    func commandEntities(for device: Device, sensors: [Sensor]) -> [Entity] {
+        guard device.commands != .none, device.model.isSensorTag else { return [] }
+        return CommandTarget.all(model: device.model, sensors: sensors).filter { device.commands.allows($0) }.compactMap { target in
+            guard let kind = target.kind(model: device.model) else { return nil }
+            let node = HomeAssistantDiscovery.nodeID(address: device.address)
+            var members: [(String, JSONValue)] = [
+                ("name", .string(HomeAssistantDiscovery.targetName(target))),
+                ("unique_id", .string("collectord_\(node)_\(target.name)")),
+                ("command_topic", .string(topics.commandTopic(tag: device.tag, target: target.name))),
+                ("state_topic", .string(topics.targetState(tag: device.tag, target: target.name))),
+            ]
+            let component: String
+            switch kind {
+            case .toggle:
+                component = "switch"
+                members += [("payload_on", "ON"), ("payload_off", "OFF"), ("state_on", "ON"), ("state_off", "OFF"),
+                            ("optimistic", .bool(false))]
+            case .number(let minimum, let maximum, let step, let unit):
+                component = "number"
+                members += [("min", .integer(Int64(minimum))), ("max", .integer(Int64(maximum))), ("step", .integer(Int64(step))),
+                            ("mode", "box"), ("optimistic", .bool(false))]
+                if !unit.isEmpty { members.append(("unit_of_measurement", .string(unit))) }
+            case .choice(let options):
+                component = "select"
+                members += [("options", .array(options.map { .string($0) })), ("optimistic", .bool(false))]
+            }
+            if case .output = target {} else { members.append(("entity_category", "config")) }
+            return Entity(component: component, objectID: target.name, members: members)
+        }
+    }
+
+    /// "LED 1 (red)", "Temperature period", "Movement range".
+    static func targetName(_ target: CommandTarget) -> String {
+        switch target {
+        case .output(.led1): return "LED 1 (red)"
+        case .output(.led2): return "LED 2 (green)"
+        case .output(.buzzer): return "Buzzer"
+        case .period(let s): return capitalized(s.rawValue) + " period"
+        case .enabled(let s): return capitalized(s.rawValue) + " on"
+        case .range(let s): return capitalized(s.rawValue) + " range"
+        }
+    }
+
+    private static func capitalized(_ s: String) -> String { s.prefix(1).uppercased() + s.dropFirst() }
+}

@@ -1,0 +1,79 @@
+// The command targets a tag opens, as Home Assistant entities (switch, number, select) with their
+// command and state topics; the command topics' layout and parsing; the answers' JSON.
+
+import Foundation
+@testable import Payloads
+import Profiles
+import SharedTypes
+import Testing
+
+@Suite struct CommandDiscoveryTests {
+    let topics = try! Topics(prefix: "home/collectord", client: "pi")
+
+    func components(_ device: HomeAssistantDiscovery.Device, _ sensors: [Sensor]) throws -> [String: [String: Any]] {
+        let discovery = HomeAssistantDiscovery(topics: topics, softwareVersion: "1.0")
+        let messages = discovery.configs(for: device, sensors: sensors)
+        let config = try #require(try JSONSerialization.jsonObject(with: Data(messages[0].payload)) as? [String: Any])
+        return try #require(config["cmps"] as? [String: [String: Any]])
+    }
+
+    @Test func theOpenedTargetsAreSwitchesNumbersAndSelects() throws {
+        var device = HomeAssistantDiscovery.Device(tag: "kitchen", address: "B0:B4:48:C9:4A:85", model: .cc2650)
+        #expect(try components(device, [.temperature, .movement]).keys.allSatisfy { !$0.hasPrefix("led") }, "none unless opened")
+        device.commands = .all
+        let cmps = try components(device, [.temperature, .movement])
+        let led = try #require(cmps["led1"])
+        #expect(led["p"] as? String == "switch")
+        #expect(led["command_topic"] as? String == "home/collectord/tags/kitchen/led1/set")
+        #expect(led["state_topic"] as? String == "home/collectord/tags/kitchen/led1/state")
+        #expect(led["payload_on"] as? String == "ON" && led["state_on"] as? String == "ON")
+        #expect(led["optimistic"] as? Bool == false)
+        #expect(led["entity_category"] == nil)
+        #expect(led["unique_id"] as? String == "collectord_sensortag_b0b448c94a85_led1")
+        let period = try #require(cmps["temperature_period"])
+        #expect(period["p"] as? String == "number")
+        #expect(period["min"] as? Int == 300 && period["max"] as? Int == 2550 && period["step"] as? Int == 10)
+        #expect(period["unit_of_measurement"] as? String == "ms")
+        #expect(period["entity_category"] as? String == "config")
+        let range = try #require(cmps["movement_range"])
+        #expect(range["p"] as? String == "select")
+        #expect(range["options"] as? [String] == ["2g", "4g", "8g", "16g"])
+        #expect(cmps["movement_enabled"]?["p"] as? String == "switch")
+        #expect(cmps["buzzer"] != nil && cmps["led2"] != nil)
+
+        device.commands = .only(["buzzer"])
+        let only = try components(device, [.temperature])
+        #expect(only["buzzer"] != nil && only["led1"] == nil && only["temperature_period"] == nil)
+    }
+
+    @Test func aCC2541HasNoLEDs() throws {
+        var device = HomeAssistantDiscovery.Device(tag: "old", address: "B0:B4:48:C9:4A:86", model: .cc2541)
+        device.commands = .all
+        let cmps = try components(device, [.accelerometer])
+        #expect(cmps["led1"] == nil)
+        #expect(cmps["accelerometer_range"]?["options"] as? [String] == ["2g", "4g", "8g"])
+    }
+
+    @Test func commandTopicsAreRecognisedAndNothingElse() throws {
+        #expect(topics.allCommands == "home/collectord/tags/+/+/set")
+        #expect(topics.command(in: "home/collectord/tags/kitchen/led1/set") == .tag(tag: "kitchen", target: "led1"))
+        #expect(topics.command(in: "home/collectord/daemon/pi/command") == .daemon)
+        for other in ["home/collectord/tags/kitchen/led1", "home/collectord/tags/kitchen/led1/result",
+                      "home/collectord/tags/kitchen//set", "home/collectord/tags//led1/set", "home/collectord/tags/a/b/c/set",
+                      "home/collectord/daemon/other/command", "collectord/tags/kitchen/led1/set", "home/collectord/tags/set"] {
+            #expect(topics.command(in: other) == nil, "\(other)")
+        }
+    }
+
+    @Test func answersAreJSONWithTheirStateOrReason() throws {
+        let done = CommandPayloads.done(tag: "kitchen", target: "led1", states: [TargetState(.output(.led1), .toggle(true))],
+                                        time: Timestamp(WallTime(nanosecondsSinceEpoch: 0)))
+        let d = try #require(try JSONSerialization.jsonObject(with: Data(done)) as? [String: Any])
+        #expect(d["ok"] as? Bool == true && (d["state"] as? [String: String]) == ["led1": "ON"] && d["tag"] as? String == "kitchen")
+        let failed = CommandPayloads.failed(tag: "a\"b", target: "x\u{1}", code: "invalid_value", reason: "bad \"x\"",
+                                            time: Timestamp(WallTime(nanosecondsSinceEpoch: 0)))
+        let f = try #require(try JSONSerialization.jsonObject(with: Data(failed)) as? [String: Any])
+        #expect(f["ok"] as? Bool == false && f["error"] as? String == "invalid_value" && f["tag"] as? String == "a\"b")
+        #expect(f["target"] as? String == "x\u{1}")
+    }
+}

@@ -1,0 +1,96 @@
+#!/bin/bash
+# Commands from MQTT reach an emulated CC2650 over a real LE link as the expected ATT writes, the state read back is published and each is answered; timed from the /set to the write and to the /result.
+# vm-timeout: 150
+# Issue #26: the CC2650 emulator on hci1 (its own process, its own controller) logs every write
+# it takes with the time; the daemon on hci0 takes commands from mosquitto_pub. Each command must
+# reach the peripheral as the expected bytes on the expected characteristic (the emulator's log,
+# and btmon's ATT Write Requests), its answer on …/result must say ok with the state read back,
+# and hostile ones must be answered with errors and write nothing. The LED is then switched 30
+# times to time the path: /set to the write on the peripheral, /set to the /result.
+. "$VM_LIB"
+CONF=$OUT/collectord.conf
+IO_DATA="F000AA65-0451-4000-B000-000000000000"
+IO_CONFIG="F000AA66-0451-4000-B000-000000000000"
+PERIOD="F000AA03-0451-4000-B000-000000000000"
+TEMP_CONFIG="F000AA02-0451-4000-B000-000000000000"
+
+mqtt_watch mqtt || fail "mosquitto_sub did not subscribe"
+daemon_config "$CONF"
+printf '\n[[tag]]\nname = "a"\naddress = "%s"\nmodel = "cc2650"\ncommands = true\n[tag.sensors.temperature]\nperiod_ms = 1000\n[tag.sensors.humidity]\nperiod_ms = 1000\n' \
+  "$HCI1_ADDR" >> "$CONF"
+step 10 check-config "$COLLECTORD" check-config --config "$CONF" || fail "configuration rejected"
+
+start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
+wait_for "$OUT/emulate-a.log" 'advertising on hci1' 15 || fail "cc2650 emulator did not advertise"
+start daemon "$COLLECTORD" run --config "$CONF"
+wait_for "$OUT/mqtt.log" 'collectord/tags/a/led1/state OFF' 60 \
+  || { mqtt_show "$OUT/mqtt.log"; fail "no led1 state 60 s after the daemon started"; }
+
+pub() { mosquitto_pub -h "$MQTT_HOST" -p "$MQTT_PORT" -q 1 -t "collectord/tags/a/$1/set" -m "$2"; }
+
+# command TARGET VALUE UUID BYTES: sent, answered ok, and written as BYTES on UUID.
+command() {
+  local before
+  before=$(count "$OUT/emulate-a.log" "took write $3 $4 at")
+  pub "$1" "$2"
+  wait_next "$OUT/mqtt.log" "collectord/tags/a/$1/result \{.*\"ok\":true" 20 \
+    || { mqtt_show "$OUT/mqtt.log"; fail "$1 = $2: no ok on collectord/tags/a/$1/result"; }
+  wait_count "$OUT/emulate-a.log" "took write $3 $4 at" $(( before + 1 )) 10 \
+    || { tail -20 "$OUT/emulate-a.log"; fail "$1 = $2: the peripheral did not take $4 on $3"; }
+  log "ok: $1 = $2 reached the peripheral as $4"
+}
+
+writes_before=$(count "$OUT/btmon.txt" 'ATT: Write Request')
+command led1 ON "$IO_DATA" 01
+expect "$OUT/emulate-a.log" "took write $IO_CONFIG 01 at" "the IO service put in remote mode"
+command led2 ON "$IO_DATA" 03
+command buzzer ON "$IO_DATA" 07
+command buzzer OFF "$IO_DATA" 03
+command temperature_period 500 "$PERIOD" 32
+command temperature_enabled OFF "$TEMP_CONFIG" 00
+command temperature_enabled ON "$TEMP_CONFIG" 01
+wait_for "$OUT/mqtt.log" 'collectord/tags/a/temperature_period/state 500' 10 || fail "no retained period state 500"
+expect "$OUT/mqtt.log" 'collectord/tags/a/led2/result \{.*"state":\{"led1":"ON","led2":"ON","buzzer":"OFF"\}' "led2's answer holds the three outputs read back"
+writes_after=$(count "$OUT/btmon.txt" 'ATT: Write Request')
+[ $(( writes_after - writes_before )) -ge 8 ] || fail "btmon saw $(( writes_after - writes_before )) ATT Write Requests for 8 writes"
+log "btmon: $(( writes_after - writes_before )) ATT Write Requests on the link for the commands"
+
+# Hostile: answered with errors, nothing written.
+taken=$(count "$OUT/emulate-a.log" 'took write')
+pub led1 NaN; pub temperature_period 123; pub flash_erase ON; pub led1 "$(head -c 3000 /dev/zero | tr '\0' x)"
+mosquitto_pub -h "$MQTT_HOST" -p "$MQTT_PORT" -q 1 -r -t collectord/tags/a/buzzer/set -m ON
+for c in 'led1/result \{.*"error":"invalid_value"' 'temperature_period/result \{.*"error":"invalid_value"' \
+         'flash_erase/result \{.*"error":"unknown_target"' 'buzzer/result \{.*"error":"retained"'; do
+  wait_for "$OUT/mqtt.log" "collectord/tags/a/$c" 20 || { mqtt_show "$OUT/mqtt.log"; fail "no error answer /$c/"; }
+done
+[ "$(count "$OUT/emulate-a.log" 'took write')" -eq "$taken" ] || { tail -5 "$OUT/emulate-a.log"; fail "a hostile command was written"; }
+log "ok: hostile commands answered with errors, nothing written"
+mosquitto_pub -h "$MQTT_HOST" -p "$MQTT_PORT" -q 1 -r -t collectord/tags/a/buzzer/set -n
+
+# Timing: /set (its arrival at the subscriber) to the write on the peripheral and to the /result.
+to_write=() to_result=()
+for i in $(seq 1 30); do
+  if [ $(( i % 2 )) -eq 1 ]; then v=OFF; b=02; else v=ON; b=03; fi
+  before=$(count "$OUT/emulate-a.log" "took write $IO_DATA $b at")
+  sets=$(count "$OUT/mqtt.log" 'collectord/tags/a/led1/set ')
+  results=$(count "$OUT/mqtt.log" 'collectord/tags/a/led1/result ')
+  pub led1 $v
+  wait_count "$OUT/mqtt.log" 'collectord/tags/a/led1/result ' $(( results + 1 )) 20 || fail "led1 $i: no answer"
+  wait_count "$OUT/emulate-a.log" "took write $IO_DATA $b at" $(( before + 1 )) 10 || fail "led1 $i: not written"
+  mqtt_first "$OUT/mqtt.log" 'collectord/tags/a/led1/set ' $(( sets + 1 )) || fail "led1 $i: /set not seen"
+  t_set=$mqtt_t
+  mqtt_first "$OUT/mqtt.log" 'collectord/tags/a/led1/result ' $(( results + 1 ))
+  t_result=$mqtt_t
+  line=$(grep -a "took write $IO_DATA $b at" "$OUT/emulate-a.log" | sed -n "$(( before + 1 ))p")
+  [[ $line =~ at\ ([0-9]+)\.([0-9]{6}) ]] || fail "no time in the emulator's line: $line"
+  t_write=${BASH_REMATCH[1]}${BASH_REMATCH[2]}
+  to_write+=($(( t_write - t_set ))) to_result+=($(( t_result - t_set )))
+done
+stats() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { printf "median %.1f ms, p99 %.1f ms (n=%d)", v[int((NR + 1) / 2)] / 1000, v[int(NR * 0.99 + 0.999)] / 1000, NR }'; }
+log "timing: /set to the write on the peripheral: $(stats "${to_write[@]}")"
+log "timing: /set to the /result: $(stats "${to_result[@]}")"
+running daemon || fail "the daemon died"
+stop daemon
+nap 0.5
+stop mqtt
+pass "every command reached the peripheral as its ATT write, answered; /set→write $(stats "${to_write[@]}")"
