@@ -1,4 +1,5 @@
-// What the publisher needs to know: brokers in failover order, identity, credentials, TLS, timing.
+// What the publisher needs to know: brokers in failover order, identity, credentials, TLS, timing,
+// the protocol version, and what it subscribes to and how much it accepts from the broker.
 // Secrets stay out of every description: printing or dumping a configuration shows "<redacted>".
 
 import LinuxSystem
@@ -115,6 +116,36 @@ public struct Presence: Sendable, Equatable {
     }
 }
 
+/// The MQTT version the client speaks with a broker.
+public enum MQTTProtocolVersion: Int32, Sendable, Equatable, CustomStringConvertible {
+    /// MQTT 3.1.1 (protocol level 4).
+    case v311 = 4
+    /// MQTT 5 (protocol level 5): correlation data, subscription options, reason codes.
+    case v5 = 5
+
+    public var description: String { self == .v5 ? "MQTT 5" : "MQTT 3.1.1" }
+}
+
+/// A topic filter the client subscribes to at every connect.
+///
+/// With MQTT 5 every subscription has the same options, chosen for commands: no local (what this
+/// client publishes does not come back to it), retain as published (a live message keeps its
+/// retain flag, so the receiver can tell a retained command, which it must refuse), and retain
+/// handling 2 (the broker never sends what it has retained when the subscription is made, so a
+/// retained command is not replayed at every start). MQTT 3.1.1 has no such options: the broker
+/// sends its retained messages at each subscribe, flagged retained, and a live message arrives
+/// unflagged.
+public struct MQTTSubscription: Sendable, Equatable {
+    public var topicFilter: String
+    /// The most the broker sends at (0, 1 or 2).
+    public var qos: Int32
+
+    public init(topicFilter: String, qos: Int32 = 1) {
+        self.topicFilter = topicFilter
+        self.qos = qos
+    }
+}
+
 public struct MQTTPublisherConfiguration: Sendable {
     /// Tried in order; after a failure the next one is tried at once, and after the whole list
     /// has failed the publisher waits (backoff) and starts again from the first.
@@ -138,12 +169,30 @@ public struct MQTTPublisherConfiguration: Sendable {
     public var backoff: ReconnectBackoff
     /// A connection that lasted this long counts as healthy: the failure count starts again.
     public var stableAfter: Duration
+    /// The version offered first. With `.v5` a broker that refuses MQTT 5 is asked again with
+    /// 3.1.1, and then spoken to in 3.1.1 for as long as the publisher lives; `.v311` never
+    /// offers 5.
+    public var protocolVersion: MQTTProtocolVersion
+    /// Made at every connect (none by default: a client that only publishes).
+    public var subscriptions: [MQTTSubscription]
+    /// Largest payload of a received message handed to the delegate; a larger one is dropped and
+    /// counted. With MQTT 5 the broker is also told (CONNECT's Maximum Packet Size: this and
+    /// `inboundPacketHeadroom`), so that it does not send what would be dropped.
+    public var maximumInboundPayload: Int
+    /// QoS 1 and 2 messages the broker may have in flight towards this client (MQTT 5's Receive
+    /// Maximum, 1…65535): a flood of commands is paced by the broker rather than queued here.
+    public var receiveMaximum: Int
+    /// Received messages held between libmosquitto's callback and the delegate (they are handed
+    /// over as soon as the library call returns); beyond this they are dropped and counted.
+    public var maximumPendingInbound: Int
 
     public init(brokers: [MQTTBroker], clientID: String, presence: Presence,
                 keepalive: Duration = .seconds(60), cleanSession: Bool = true, credentials: MQTTCredentials? = nil,
                 tls: MQTTTLS? = nil, statusQoS: Int32 = 1, maxInFlight: Int = 100,
                 connectTimeout: Duration = .seconds(10), backoff: ReconnectBackoff = ReconnectBackoff(),
-                stableAfter: Duration = .seconds(30)) {
+                stableAfter: Duration = .seconds(30), protocolVersion: MQTTProtocolVersion = .v5,
+                subscriptions: [MQTTSubscription] = [], maximumInboundPayload: Int = 4096, receiveMaximum: Int = 20,
+                maximumPendingInbound: Int = 64) {
         self.brokers = brokers
         self.clientID = clientID
         self.presence = presence
@@ -156,5 +205,16 @@ public struct MQTTPublisherConfiguration: Sendable {
         self.connectTimeout = connectTimeout
         self.backoff = backoff
         self.stableAfter = stableAfter
+        self.protocolVersion = protocolVersion
+        self.subscriptions = subscriptions
+        self.maximumInboundPayload = maximumInboundPayload
+        self.receiveMaximum = receiveMaximum
+        self.maximumPendingInbound = maximumPendingInbound
     }
+
+    /// What the Maximum Packet Size asked of an MQTT 5 broker adds to `maximumInboundPayload`:
+    /// the fixed header, the topic, the packet id and the properties (correlation data, response
+    /// topic) of a command. A message whose topic and properties take more is dropped by the
+    /// broker unseen.
+    public static let inboundPacketHeadroom = 2048
 }

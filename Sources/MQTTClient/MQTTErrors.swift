@@ -12,9 +12,15 @@ let MOSQ_OK = mosqCode(MOSQ_ERR_SUCCESS)
 
 extension MQTTPublisher {
     func closeReason(rc: Int32) -> MQTTError {
+        // A CONNACK refusal ends the attempt with CONN_REFUSED (3.1.1's codes) or PROTOCOL
+        // (MQTT 5's): the refusal says more.
+        if let refusal = lastConnackRefusal { return refusal }
         if let disconnect = disconnectCode {
-            if disconnect == mosqCode(MOSQ_ERR_CONN_REFUSED), let refusal = lastConnackRefusal {
-                return refusal
+            // An MQTT 5 broker may close the connection with a DISCONNECT and a reason code
+            // (server shutting down, session taken over, …), which libmosquitto passes on as is.
+            if disconnect == MOSQ_OK || disconnect >= Int32(MQTT_RC_UNSPECIFIED.rawValue) {
+                let reason = disconnect == MOSQ_OK ? "" : ": \(MQTTPublisher.reasonText(disconnect))"
+                return MQTTError(kind: .network, code: mosqCode(MOSQ_ERR_CONN_LOST), message: "connection closed by the broker\(reason)")
             }
             return error(rc: disconnect, errno: disconnectErrno)
         }

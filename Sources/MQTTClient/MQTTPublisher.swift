@@ -18,6 +18,10 @@
 // publisher publishes "online" there (retained), and `disconnect()` publishes "offline" before
 // the MQTT DISCONNECT (a clean DISCONNECT makes the broker drop the will).
 //
+// MQTT 5 by default, 3.1.1 with a broker that refuses it (MQTTProtocol.swift). On every connect
+// the configured subscriptions are made; what arrives on them goes to the delegate
+// (MQTTInbound.swift).
+//
 // Known limits, from libmosquitto 2.0: host names are resolved with a blocking getaddrinfo inside
 // mosquitto_connect_async (use addresses or /etc/hosts names where that matters); QoS 0 messages
 // queued in libmosquitto when a connection drops are discarded by it (QoS ≥ 1 ones are resent
@@ -26,6 +30,8 @@
 //
 // Connecting, the I/O on the loop, libmosquitto's callbacks and publishing are here; the rest:
 //   MQTTTypes.swift       what the publisher reports and returns, and the delegate protocol
+//   MQTTProtocol.swift    MQTT 5 or 3.1.1 per broker, CONNECT's properties, reason codes
+//   MQTTInbound.swift     subscriptions and received messages, bounded, to the delegate
 //   MQTTErrors.swift      libmosquitto's and the system's failures as MQTTErrors
 //   MQTTDisconnect.swift  the orderly disconnect ("offline", in-flight drained, DISCONNECT)
 //   OpenSSLProbe.swift    what a TLS handshake really waits for
@@ -88,7 +94,15 @@ public final class MQTTPublisher {
     let loop: EventLoop
     var mosq: OpaquePointer?
     var phase: Phase = .idle
-    private let keepaliveSeconds: Int32
+    let keepaliveSeconds: Int32
+    /// The keepalive the broker imposed in its CONNACK (MQTT 5), which libmosquitto then keeps to.
+    private var serverKeepalive: Int32?
+    /// The version of the current (or last) connection or attempt.
+    public private(set) var protocolVersion: MQTTProtocolVersion
+    var choice: ProtocolChoice
+    var inbound = Inbound()
+    /// Refused messages can come one per publish: one log line a minute.
+    private var refusalLog = LogThrottle()
 
     // The socket as we watch it.
     private var socketFD: Int32 = -1
@@ -144,19 +158,40 @@ public final class MQTTPublisher {
         guard (5...65535).contains(keepalive) else { throw invalid("keepalive must be 5…65535 s (got \(keepalive) s)") }
         guard (0...2).contains(configuration.statusQoS) else { throw invalid("status QoS must be 0, 1 or 2") }
         guard configuration.maxInFlight >= 1 else { throw invalid("the in-flight limit must be at least 1") }
+        guard configuration.maximumInboundPayload >= 0 else { throw invalid("the largest inbound payload cannot be negative") }
+        guard (1...65535).contains(configuration.receiveMaximum) else { throw invalid("the receive maximum must be 1…65535") }
+        guard configuration.maximumPendingInbound >= 1 else { throw invalid("the pending inbound limit must be at least 1") }
+        for s in configuration.subscriptions {
+            guard (0...2).contains(s.qos) else { throw invalid("subscription \"\(s.topicFilter)\": QoS must be 0, 1 or 2") }
+            guard !s.topicFilter.isEmpty, mosquitto_sub_topic_check(s.topicFilter) == MOSQ_OK else {
+                throw invalid("subscription \"\(s.topicFilter)\": not a valid topic filter")
+            }
+        }
         keepaliveSeconds = Int32(keepalive)
+        protocolVersion = configuration.protocolVersion
+        choice = ProtocolChoice(configuration.protocolVersion, brokers: configuration.brokers.count)
 
         guard let m = mosquitto_new(configuration.clientID, configuration.cleanSession, nil) else {
             throw MQTTError(kind: .other, code: mosqCode(MOSQ_ERR_NOMEM), message: "\(SystemError("mosquitto_new"))")
         }
         mosq = m
         mosquitto_user_data_set(m, Unmanaged.passUnretained(self).toOpaque())
-        _ = mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, MQTT_PROTOCOL_V311)
+        _ = mosquitto_int_option(m, MOSQ_OPT_PROTOCOL_VERSION, configuration.protocolVersion.rawValue)
         _ = mosquitto_int_option(m, MOSQ_OPT_TCP_NODELAY, 1)
+        _ = mosquitto_int_option(m, MOSQ_OPT_RECEIVE_MAXIMUM, Int32(configuration.receiveMaximum))
 
-        mosquitto_connect_callback_set(m) { _, userdata, rc in publisher(from: userdata)?.libraryConnected(rc) }
+        // The v5 callbacks serve 3.1.1 connections as well (reason code 0, no properties).
+        mosquitto_connect_v5_callback_set(m) { _, userdata, rc, _, properties in
+            publisher(from: userdata)?.libraryConnected(rc, properties)
+        }
         mosquitto_disconnect_callback_set(m) { _, userdata, rc in publisher(from: userdata)?.libraryDisconnected(rc) }
-        mosquitto_publish_callback_set(m) { _, userdata, mid in publisher(from: userdata)?.libraryPublished(mid) }
+        mosquitto_publish_v5_callback_set(m) { _, userdata, mid, reason, _ in publisher(from: userdata)?.libraryPublished(mid, reason) }
+        mosquitto_subscribe_v5_callback_set(m) { _, userdata, mid, count, codes, _ in
+            publisher(from: userdata)?.librarySubscribed(mid, count, codes)
+        }
+        mosquitto_message_v5_callback_set(m) { _, userdata, message, properties in
+            publisher(from: userdata)?.libraryReceived(message, properties)
+        }
 
         var rc = configuration.presence.topic.withCString { topic in
             configuration.presence.offline.withUnsafeBytes { payload in
@@ -230,7 +265,9 @@ public final class MQTTPublisher {
         }
     }
 
-    private func attempt(_ index: Int) {
+    /// Connects to broker `index` with its version, or with `version` when the same broker is
+    /// asked again in 3.1.1 within one attempt (not reported again).
+    func attempt(_ index: Int, version fallback: MQTTProtocolVersion? = nil) {
         guard let mosq else { return }
         retryTimer = nil
         let broker = configuration.brokers[index]
@@ -240,15 +277,27 @@ public final class MQTTPublisher {
         disconnectErrno = 0
         libraryError = nil
         lastConnackRefusal = nil
+        serverKeepalive = nil
         tcpEstablished = false
+        choice.newAttempt()
         setLogging(true)
-        report(.connecting(broker))
+        if fallback == nil {
+            choice.tentative = false
+            report(.connecting(broker))
+        }
         if socketFD >= 0 {
             loop.unwatch(socketFD)
             socketFD = -1
         }
+        protocolVersion = fallback ?? choice.versions[index]
+        var rc = prepareConnect(protocolVersion)
+        guard rc == MOSQ_OK else {
+            attemptFailed(index, MQTTError(kind: .invalidConfiguration, code: rc,
+                                           message: "CONNECT properties refused: \(MQTTPublisher.text(rc))"))
+            return
+        }
         errno = 0
-        let rc = mosquitto_connect_async(mosq, broker.host, Int32(broker.port), keepaliveSeconds)
+        rc = mosquitto_connect_async(mosq, broker.host, Int32(broker.port), keepaliveSeconds)
         let savedErrno = errno
         guard rc == MOSQ_OK else {
             attemptFailed(index, error(rc: rc, errno: savedErrno))
@@ -312,9 +361,11 @@ public final class MQTTPublisher {
         connectTimer = nil
         phase = .connected(index: index, since: loop.now)
         setLogging(false)
+        confirmVersion(index)
         statistics.connects += 1
         statistics.connectedBroker = configuration.brokers[index]
         if let mid = publishStatus(configuration.presence.online), configuration.statusQoS > 0 { statusMids.append(mid) }
+        subscribe()
         scheduleMisc()
         report(.connected(configuration.brokers[index]))
         if case .connected = phase { delegate?.publisherIsReady(self) }
@@ -352,7 +403,7 @@ public final class MQTTPublisher {
 
     private func scheduleMisc() {
         // Often enough that a ping goes out well before the broker's 1.5 × keepalive limit.
-        let period = Duration.milliseconds(max(1000, Int64(keepaliveSeconds) * 1000 / 4))
+        let period = Duration.milliseconds(max(1000, Int64(serverKeepalive ?? keepaliveSeconds) * 1000 / 4))
         miscTimer = loop.schedule(after: period) { [weak self] in self?.miscTick() }
     }
 
@@ -376,6 +427,11 @@ public final class MQTTPublisher {
                 becameConnected(index)
             }
             // A refusal is followed by the library closing the socket (disconnect callback).
+        }
+        if inbound.hasWork {
+            // Before the socket's fate: what arrived with the end of a connection still counts.
+            handInbound()
+            guard socketFD >= 0 else { return }
         }
         if mosquitto_socket(mosq) != socketFD {
             socketClosed(closeReason(rc: rc))
@@ -420,6 +476,9 @@ public final class MQTTPublisher {
                       let want = OpenSSLProbe.want, inInit(OpaquePointer(raw)) != 0 {
                 wantWrite = want(OpaquePointer(raw)) == OpenSSLProbe.writing
             } else {
+                if configuration.tls != nil, let raw = mosquitto_ssl_get(mosq), let inInit = OpenSSLProbe.inInit {
+                    choice.handshakeFinished = inInit(OpaquePointer(raw)) == 0
+                }
                 wantWrite = mosquitto_want_write(mosq)
             }
         } else {
@@ -444,6 +503,7 @@ public final class MQTTPublisher {
         miscTimer = nil
         switch phase {
         case .connecting(let index):
+            if fellBackToV311(index) { return }
             attemptFailed(index, error)
         case .connected(let index, let since):
             connectionLost(index, since: since, error)
@@ -470,11 +530,14 @@ public final class MQTTPublisher {
 
     // MARK: Callbacks (inside libmosquitto calls: record only)
 
-    fileprivate func libraryConnected(_ rc: Int32) {
+    fileprivate func libraryConnected(_ rc: Int32, _ properties: OpaquePointer?) {
         connackCode = rc
-        if rc != 0 {
-            lastConnackRefusal = MQTTError(kind: .refused(connackCode: rc), code: rc,
-                                           message: String(cString: mosquitto_connack_string(rc)))
+        choice.connackSeen = true
+        if rc == Int32(MQTT_RC_UNSUPPORTED_PROTOCOL_VERSION.rawValue) && protocolVersion == .v5 { choice.versionRefused = true }
+        if rc != 0 { lastConnackRefusal = MQTTPublisher.refusal(connack: rc) }
+        var keepalive: UInt16 = 0
+        if mosquitto_property_read_int16(properties, Int32(MQTT_PROP_SERVER_KEEP_ALIVE.rawValue), &keepalive, false) != nil {
+            serverKeepalive = Int32(keepalive)
         }
     }
 
@@ -483,13 +546,25 @@ public final class MQTTPublisher {
         disconnectCode = rc
     }
 
-    fileprivate func libraryPublished(_ mid: Int32) {
+    /// `reason`: MQTT 5's PUBACK/PUBREC reason code (0 under 3.1.1 and for QoS 0).
+    fileprivate func libraryPublished(_ mid: Int32, _ reason: Int32) {
         if inFlightMids.remove(mid) { statistics.inFlight -= 1 }
         if unwrittenMids.remove(mid) { unwritten -= 1 }
         if inPublish { writtenInPublish = mid }
         if case .disconnecting = phase { deliveredWhileDisconnecting.append(mid) }
+        let refused = reason >= Int32(MQTT_RC_UNSPECIFIED.rawValue)
+        if refused {
+            statistics.refusedByBroker += 1
+            if let more = refusalLog.admit(at: loop.now) {
+                delegate?.publisher(self, log: .warning, message: "the broker refused a message: \(MQTTPublisher.reasonText(reason))\(more)")
+            }
+        }
         if let i = statusMids.firstIndex(of: mid) {
             statusMids.remove(at: i)
+            return
+        }
+        if refused {
+            delegate?.publisher(self, brokerRefused: mid, reasonCode: reason)
             return
         }
         statistics.delivered += 1
@@ -547,6 +622,12 @@ public final class MQTTPublisher {
     /// The same with a NUL-terminated topic, e.g. one read in place from a file with its
     /// terminator, so a replay copies nothing and allocates no String per message.
     public func publish(cTopic: UnsafePointer<CChar>, payload: UnsafeRawBufferPointer, qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
+        handOff(cTopic: cTopic, payload: payload, qos: qos, retain: retain, properties: nil)
+    }
+
+    /// Every publish ends here; `properties` (MQTT 5 only) are copied by libmosquitto.
+    private func handOff(cTopic: UnsafePointer<CChar>, payload: UnsafeRawBufferPointer, qos: Int32, retain: Bool,
+                         properties: OpaquePointer?) -> PublishOutcome {
         guard case .connected = phase, let mosq else {
             statistics.deferred += 1
             return .deferred(.notConnected)
@@ -563,7 +644,9 @@ public final class MQTTPublisher {
         var mid: Int32 = 0
         inPublish = true
         writtenInPublish = nil
-        let rc = mosquitto_publish(mosq, &mid, cTopic, Int32(payload.count), payload.baseAddress, qos, retain)
+        let rc = properties == nil
+            ? mosquitto_publish(mosq, &mid, cTopic, Int32(payload.count), payload.baseAddress, qos, retain)
+            : mosquitto_publish_v5(mosq, &mid, cTopic, Int32(payload.count), payload.baseAddress, qos, retain, properties)
         inPublish = false
         switch rc {
         case MOSQ_OK:
@@ -593,8 +676,31 @@ public final class MQTTPublisher {
         return .handedOff(mid: mid)
     }
 
-    public func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = false) -> PublishOutcome {
-        payload.withUnsafeBytes { publish(topic: topic, payload: $0, qos: qos, retain: retain) }
+    /// With `correlationData`, the message carries it (MQTT 5's correlation data, up to 65,535
+    /// bytes): an answer to a request that came with it. Under MQTT 3.1.1 there is nowhere to put
+    /// it and the message goes without.
+    public func publish(topic: String, payload: [UInt8], qos: Int32 = 1, retain: Bool = false,
+                        correlationData: [UInt8]? = nil) -> PublishOutcome {
+        guard let correlationData, protocolVersion == .v5 else {
+            return payload.withUnsafeBytes { publish(topic: topic, payload: $0, qos: qos, retain: retain) }
+        }
+        guard correlationData.count <= Int(UInt16.max) else {
+            statistics.rejected += 1
+            return .rejected(MQTTError(kind: .invalidMessage, code: mosqCode(MOSQ_ERR_INVAL),
+                                       message: "correlation data longer than 65535 bytes"))
+        }
+        var properties: OpaquePointer?
+        defer { mosquitto_property_free_all(&properties) }
+        let rc = correlationData.withUnsafeBytes {
+            mosquitto_property_add_binary(&properties, Int32(MQTT_PROP_CORRELATION_DATA.rawValue), $0.baseAddress, UInt16($0.count))
+        }
+        guard rc == MOSQ_OK else {
+            statistics.deferred += 1
+            return .deferred(.libraryBusy)  // out of memory: the only way adding it fails
+        }
+        return topic.withCString { cTopic in
+            payload.withUnsafeBytes { handOff(cTopic: cTopic, payload: $0, qos: qos, retain: retain, properties: properties) }
+        }
     }
 
     /// Whether message `mid` is still in libmosquitto's hands: awaiting its acknowledgement

@@ -20,7 +20,7 @@ private func humidityReading(_ t: Double = 21.3, _ h: Double = 45.2) -> Reading 
     return r
 }
 
-private func configuration(_ brokers: [MQTTBroker], client: String = "test-client") -> MQTTPublisherConfiguration {
+func configuration(_ brokers: [MQTTBroker], client: String = "test-client") -> MQTTPublisherConfiguration {
     var c = MQTTPublisherConfiguration(brokers: brokers, clientID: client, presence: testPresence(client))
     c.keepalive = .seconds(10)
     c.connectTimeout = .seconds(3)
@@ -475,10 +475,18 @@ final class Recorder: MQTTPublisherDelegate {
     var delivered: [Int32] = []
     var readyCount = 0
     var logs: [String] = []
+    var received: [MQTTMessage] = []
+    var refused: [(mid: Int32, reason: Int32)] = []
     var onReady: ((MQTTPublisher) -> Void)?
+    var onReceive: ((MQTTPublisher, MQTTMessage) -> Void)?
 
     func publisher(_ publisher: MQTTPublisher, didReport event: MQTTConnectionEvent) { events.append(event) }
     func publisher(_ publisher: MQTTPublisher, didDeliver mid: Int32) { delivered.append(mid) }
+    func publisher(_ publisher: MQTTPublisher, brokerRefused mid: Int32, reasonCode: Int32) { refused.append((mid, reasonCode)) }
+    func publisher(_ publisher: MQTTPublisher, didReceive message: MQTTMessage) {
+        received.append(message)
+        onReceive?(publisher, message)
+    }
     func publisherIsReady(_ publisher: MQTTPublisher) {
         readyCount += 1
         onReady?(publisher)

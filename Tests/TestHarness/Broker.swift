@@ -29,10 +29,14 @@ public final class Broker {
         /// algorithm until the client acknowledges the one before (which a client that waits for
         /// them does only after its delayed-ACK timer, 40 ms).
         public var tcpNoDelay: Bool
+        /// The configuration (JSON) of mosquitto's dynamic security plugin, which decides what
+        /// each client may publish and subscribe to (an `acl_file` cannot refuse a subscription).
+        /// Without it every client may do anything.
+        public var dynamicSecurity: String?
 
         public init(persistent: Bool = false, passwordFile: (user: String, password: String)? = nil,
                     tls: TestCertificates? = nil, requireClientCertificate: Bool = true, plainListener: Bool = false,
-                    maxInflight: Int? = nil, port: Int? = nil, tcpNoDelay: Bool = false) {
+                    maxInflight: Int? = nil, port: Int? = nil, tcpNoDelay: Bool = false, dynamicSecurity: String? = nil) {
             self.persistent = persistent
             self.passwordFile = passwordFile
             self.tls = tls
@@ -41,6 +45,7 @@ public final class Broker {
             self.maxInflight = maxInflight
             self.port = port
             self.tcpNoDelay = tcpNoDelay
+            self.dynamicSecurity = dynamicSecurity
         }
     }
 
@@ -96,6 +101,11 @@ public final class Broker {
             lines += ["allow_anonymous false", "password_file \(path)"]
         } else {
             lines.append("allow_anonymous true")
+        }
+        if let dynamicSecurity = options.dynamicSecurity {
+            let path = directory.sub("dynamic-security.json")
+            try writeFile(path, dynamicSecurity)
+            lines += ["plugin \(try findPlugin("mosquitto_dynamic_security.so"))", "plugin_opt_config_file \(path)"]
         }
         lines.append("listener \(port) 127.0.0.1")
         if let tls = options.tls {
@@ -159,6 +169,15 @@ public final class Broker {
         RunningBrokers.shared.remove(child.pid)
         process = nil
     }
+}
+
+/// A mosquitto plugin where Debian installs it.
+private func findPlugin(_ name: String) throws(SpawnError) -> String {
+    for dir in ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf", "/usr/lib"] {
+        let path = "\(dir)/\(name)"
+        if access(path, R_OK) == 0 { return path }
+    }
+    throw SpawnError.missingTool(name, package: "mosquitto")
 }
 
 /// Brokers still running when the process exits normally (the benchmark harness exits with its
