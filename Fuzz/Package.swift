@@ -35,6 +35,11 @@ let package = Package(
             .product(name: "SharedTypes", package: "collectord"),
             .product(name: "Payloads", package: "collectord"),
         ]),
+        .executableTarget(name: "CommandFuzz", dependencies: [
+            .product(name: "Profiles", package: "collectord"),
+            .product(name: "SharedTypes", package: "collectord"),
+            .product(name: "Payloads", package: "collectord"),
+        ]),
         .executableTarget(name: "GATTFuzz", dependencies: [
             .product(name: "Profiles", package: "collectord"),
             .product(name: "LinuxSystem", package: "collectord"),

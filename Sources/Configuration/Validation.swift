@@ -78,8 +78,8 @@ enum Schema {
     static let topicLayouts: [(String, TopicLayout)] = [("v2", .v2), ("v1", .v1)]
     static let payloads: [(String, PayloadFormat)] = [("detailed", .detailed), ("flat", .flat)]
     static let discoveryForms: [(String, DiscoveryForm)] = [("device", .device), ("entity", .entity)]
-    static let tag = ["name", "address", "address_type", "adapter", "model", "tmp006_s0", "magnetometer_scale", "profile",
-                      "advertisement", "key", "key_file", "stale_after_s", "min_interval_s", "commands", "sensors"]
+    static let tag = ["name", "address", "address_type", "adapter", "model", "tmp006_s0", "magnetometer_scale", "commands", "profile",
+                      "advertisement", "key", "key_file", "stale_after_s", "min_interval_s", "sensors"]
     static let sensor = ["enabled", "period_ms", "range"]
 
     static let logLevels: [(String, LogLevel)] = [("error", .error), ("warning", .warning), ("notice", .notice),

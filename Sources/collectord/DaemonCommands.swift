@@ -12,6 +12,7 @@ import Profiles
 import SharedTypes
 import Acquisition
 import Relay
+import Configuration
 
 extension CommandSettings {
     init(_ c: DaemonConfiguration.Commands) {

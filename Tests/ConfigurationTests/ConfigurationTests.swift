@@ -477,7 +477,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
             uncommented += 1
             return line.dropFirst()
         }
-        #expect(uncommented == 25)
+        #expect(uncommented == 28)
         let c = try #require(valid(lines.joined(separator: "\n"), path: shippedPath))
         #expect(c == DaemonConfiguration())
     }
@@ -486,8 +486,8 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
     @Test func everyOptionIsDocumentedInOrder() {
         let text = readText(shippedPath)
         var cursor = text.startIndex
-        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "profile", "advertisement", "tag"].contains($0) }
-            + Schema.mqtt.filter { $0 != "tls" } + Schema.tls + Schema.reconnect + Schema.spool + Schema.homeAssistant
+        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "commands", "profile", "advertisement", "tag"].contains($0) }
+            + Schema.mqtt.filter { $0 != "tls" } + Schema.tls + Schema.reconnect + Schema.spool + Schema.homeAssistant + Schema.commands
             + Schema.tag.filter { $0 != "sensors" }
         for key in all {
             guard let r = text[cursor...].firstRange(of: "\n#\(key) = ") else {
