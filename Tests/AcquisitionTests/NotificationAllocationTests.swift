@@ -44,11 +44,13 @@ private final class CountingSink: ReadingSink {
             peer.sendRaw(pdu)
             fleet.loop.runOnce(maxWait: .zero)
         }
-        // Other tests run concurrently and allocate too: the smallest growth of three rounds,
-        // against half of what one retained allocation (32 bytes at least) per notification would
-        // add in every round (3.2 MB), so that the others' noise cannot pass for a leak.
+        // Other tests run concurrently and allocate too (mallinfo2 counts every thread's arena):
+        // the smallest growth of five rounds, against three quarters of what one retained
+        // allocation (32 bytes at least) per notification would add in every round (3.2 MB).
+        // A leak grows every round; the others' noise, seen up to 1.7 MB in the quietest of
+        // three rounds on a loaded machine, does not.
         var growths: [Int] = []
-        for _ in 0..<3 {
+        for _ in 0..<5 {
             let before = arenaInUse()
             for _ in 0..<100_000 {
                 peer.sendRaw(pdu)
@@ -56,11 +58,11 @@ private final class CountingSink: ReadingSink {
             }
             if let before, let after = arenaInUse() { growths.append(after - before) }
         }
-        #expect(sink.count == 300_100, "every notification became a reading")
+        #expect(sink.count == 500_100, "every notification became a reading")
         #expect(sink.last.nanosecondsSinceEpoch > 0)
         if let growth = growths.min() {
-            #expect(growth < 1_600_000, "arena in use grew by \(growths) bytes")
-            print("notification path: 3 × 100 000 notifications, mallinfo2 in-use Δ per round \(growths) bytes")
+            #expect(growth < 2_400_000, "arena in use grew by \(growths) bytes")
+            print("notification path: 5 × 100 000 notifications, mallinfo2 in-use Δ per round \(growths) bytes")
         }
     }
 }

@@ -29,8 +29,10 @@ import TestHarness
     static let ioConfig = "f000aa66-0451-4000-b000-000000000000"
     static let temperaturePeriod = "f000aa03-0451-4000-b000-000000000000"
 
-    func publish(_ port: Int, _ topic: String, _ payload: String, retain: Bool = false, correlation: String? = nil) throws {
+    func publish(_ port: Int, _ topic: String, _ payload: String, retain: Bool = false, correlation: String? = nil,
+                 user: (String, String)? = nil) throws {
         var arguments = ["-h", "127.0.0.1", "-p", "\(port)", "-t", topic, "-m", payload, "-q", "1"]
+        if let (name, password) = user { arguments += ["-u", name, "-P", password] }
         if retain { arguments.append("-r") }
         if let correlation { arguments += ["-V", "5", "-D", "publish", "correlation-data", correlation] }
         _ = try run(try findTool("mosquitto_pub", package: "mosquitto-clients"), arguments)
@@ -137,5 +139,48 @@ import TestHarness
         #expect(status == 0)
         #expect(writes(daemon, Self.ioData).isEmpty && writes(daemon, Self.ioConfig).isEmpty, "nothing written to the IO service")
         #expect(writes(daemon, Self.temperaturePeriod).isEmpty)
+    }
+
+    /// The mosquitto ACL collectord.conf(5) documents, as printed there: only Home Assistant's user
+    /// may send commands; a user who may only read cannot, and nothing of theirs is written.
+    @Test func theDocumentedACLLetsOnlyTheChosenClientCommand() throws {
+        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("packaging/debian/man/collectord.conf.5.scd")
+        let text = try String(contentsOf: page, encoding: .utf8)
+        let after = try #require(text.components(separatedBy: "*acl_file*").dropFirst().first)
+        let acl = try #require(after.components(separatedBy: "```").dropFirst().first)
+        #expect(acl.contains("topic write collectord/tags/+/+/set"))
+        let users = [("collectord", "c-secret"), ("homeassistant", "h-secret"), ("viewer", "v-secret")]
+        // The test's subscriber waits for its own probe topic: every user may use that too.
+        let broker = try Broker(options: Broker.Options(users: users, acl: acl + "\npattern readwrite collectord-test/probe/#\n"))
+        let secrets = TemporaryDirectory("mqtt-password")
+        let passwordFile = secrets.sub("password")
+        try "c-secret\n".write(toFile: passwordFile, atomically: false, encoding: .utf8)
+        #expect(chmod(passwordFile, 0o600) == 0)
+        let sub = try Subscriber(port: broker.port, topic: "collectord/#", credentials: (user: "viewer", password: "v-secret"))
+        let configuration = """
+            stats_interval_s = 0
+            [mqtt]
+            brokers = ["127.0.0.1:\(broker.port)"]
+            client_id = "test"
+            username = "collectord"
+            password_file = "\(passwordFile)"
+            [spool]
+            path = "@SPOOL@"
+            max_mb = 8
+            \(Self.tags)
+            """
+        let daemon = try DaemonProcess(config: configuration)
+        try daemon.start()
+        #expect(sub.waitFor(seconds: 60) { $0.lines.contains { $0.topic == "collectord/tags/kitchen/led1/state" } },
+                "the daemon publishes and reads its commands under the ACL")
+        try publish(broker.port, "collectord/tags/kitchen/led2/set", "ON", user: ("viewer", "v-secret"))
+        try publish(broker.port, "collectord/tags/kitchen/led1/set", "ON", user: ("homeassistant", "h-secret"))
+        #expect(sub.waitFor(seconds: 30) { results($0, "kitchen", "led1").first?["ok"] as? Bool == true }, "Home Assistant's command is done")
+        let (_, status) = daemon.stop()
+        sub.stop()
+        #expect(status == 0)
+        #expect(results(sub, "kitchen", "led2").isEmpty, "the viewer's command never reached the daemon")
+        #expect(writes(daemon, Self.ioData) == ["01"], "only the LED Home Assistant switched: \(writes(daemon, Self.ioData))")
     }
 }

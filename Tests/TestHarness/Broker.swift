@@ -15,6 +15,10 @@ public final class Broker {
         public var persistent: Bool
         /// Only this user, with this password, may connect.
         public var passwordFile: (user: String, password: String)?
+        /// Only these users may connect (with `passwordFile`, that one too).
+        public var users: [(user: String, password: String)]
+        /// mosquitto's `acl_file`, its contents: what each user may read and write.
+        public var acl: String?
         /// The listener speaks TLS with these certificates.
         public var tls: TestCertificates?
         /// With `tls`: a client must show a certificate of the test CA.
@@ -36,7 +40,10 @@ public final class Broker {
 
         public init(persistent: Bool = false, passwordFile: (user: String, password: String)? = nil,
                     tls: TestCertificates? = nil, requireClientCertificate: Bool = true, plainListener: Bool = false,
-                    maxInflight: Int? = nil, port: Int? = nil, tcpNoDelay: Bool = false, dynamicSecurity: String? = nil) {
+                    maxInflight: Int? = nil, port: Int? = nil, tcpNoDelay: Bool = false, dynamicSecurity: String? = nil,
+                    users: [(user: String, password: String)] = [], acl: String? = nil) {
+            self.users = users
+            self.acl = acl
             self.persistent = persistent
             self.passwordFile = passwordFile
             self.tls = tls
@@ -94,13 +101,21 @@ public final class Broker {
         if let me = getpwuid(geteuid()) { lines.append("user \(String(cString: me.pointee.pw_name))") }
         if let maxInflight = options.maxInflight { lines.append("max_inflight_messages \(maxInflight)") }
         if options.tcpNoDelay { lines.append("set_tcp_nodelay true") }
-        if let credentials = options.passwordFile {
+        let users = (options.passwordFile.map { [$0] } ?? []) + options.users
+        if !users.isEmpty {
             let path = directory.sub("passwords")
             try writeFile(path, "")
-            try run(try findTool("mosquitto_passwd", package: "mosquitto"), ["-b", path, credentials.user, credentials.password])
+            for credentials in users {
+                try run(try findTool("mosquitto_passwd", package: "mosquitto"), ["-b", path, credentials.user, credentials.password])
+            }
             lines += ["allow_anonymous false", "password_file \(path)"]
         } else {
             lines.append("allow_anonymous true")
+        }
+        if let acl = options.acl {
+            let path = directory.sub("acl")
+            try writeFile(path, acl)
+            lines.append("acl_file \(path)")
         }
         if let dynamicSecurity = options.dynamicSecurity {
             let path = directory.sub("dynamic-security.json")
