@@ -9,6 +9,7 @@
 #   scripts/measure disk       [--seconds S] [--spool-parent DIR] [steady|outage|stalled ...]
 #   scripts/measure memory     [--spool-parent DIR] [flood|stalled|replay|files ...]
 #   scripts/measure advertisements [--devices N] [--seconds S]   # devices that only advertise, vs Theengs
+#   scripts/measure commands   [--tags N] [--commands N]   # /set to the write and to the /result (commands.py)
 #   scripts/measure all                                                   # each with its defaults
 #   scripts/measure smoke      [MODE ...]   # each mode (or those named) for a few seconds, checked
 #
@@ -47,6 +48,9 @@ run() {
   local script=Benchmarks/process/measure.py
   case $w in
     disk|memory) script=Benchmarks/process/durability.py ;;
+    commands)
+      "$python" Benchmarks/process/commands.py --binary "$binary" --out "$scratch/results/$w.json" "$@" >/dev/null
+      return ;;
     advertisements)
       # The Python peer's decoder, at the version the advertisement oracles use (Tests/oracles).
       "$python" -c "import TheengsDecoder" 2>/dev/null || "$python" -m pip install -q theengsdecoder==2.5.0 >&2

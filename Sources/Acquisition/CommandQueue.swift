@@ -45,7 +45,8 @@ final class CommandQueue {
     private let tag: TagConfiguration
     private let loop: EventLoop
     var settings: CommandSettings {
-        didSet { tokens = min(tokens, Double(settings.perMinute)) }
+        // A new rate's burst: what is left of the old one, with the difference when it grew.
+        didSet { tokens = min(Double(settings.perMinute), tokens + Double(max(0, settings.perMinute - oldValue.perMinute))) }
     }
     /// Where the states read back go (published, retained, as each target's state).
     var onStates: (([TargetState]) -> Void)?
