@@ -19,15 +19,7 @@ import LinuxSystem
 import SharedTypes
 
 /// A command for one tag: a target and its checked value.
-public struct DeviceCommand: Sendable, Hashable, CustomStringConvertible {
-    public var target: CommandTarget
-    public var value: CommandValue
-    public init(_ target: CommandTarget, _ value: CommandValue) {
-        self.target = target
-        self.value = value
-    }
-    public var description: String { "\(target) = \(value)" }
-}
+public typealias DeviceCommand = TargetValue
 
 /// Why a command was not carried out. Each is answered to whoever sent it.
 public enum CommandFailure: Error, Sendable, Equatable, CustomStringConvertible {

@@ -191,8 +191,9 @@ public enum CommandValue: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// A target's state as the device has it, read back after a write.
-public struct TargetState: Sendable, Hashable, CustomStringConvertible {
+/// A target and a value: what a command sets, or a target's state as the device has it, read
+/// back after a write (`TargetState`).
+public struct TargetValue: Sendable, Hashable, CustomStringConvertible {
     public var target: CommandTarget
     public var value: CommandValue
     public init(_ target: CommandTarget, _ value: CommandValue) {
@@ -201,6 +202,8 @@ public struct TargetState: Sendable, Hashable, CustomStringConvertible {
     }
     public var description: String { "\(target) = \(value)" }
 }
+
+public typealias TargetState = TargetValue
 
 /// Why a payload is not a value its target takes.
 public enum CommandValueError: Error, Sendable, Equatable, CustomStringConvertible {

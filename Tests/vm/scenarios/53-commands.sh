@@ -30,10 +30,11 @@ pub() { mosquitto_pub -h "$MQTT_HOST" -p "$MQTT_PORT" -q 1 -t "collectord/tags/a
 
 # command TARGET VALUE UUID BYTES: sent, answered ok, and written as BYTES on UUID.
 command() {
-  local before
+  local before answers
   before=$(count "$OUT/emulate-a.log" "took write $3 $4 at")
+  answers=$(count "$OUT/mqtt.log" "collectord/tags/a/$1/result \{.*\"ok\":true")
   pub "$1" "$2"
-  wait_next "$OUT/mqtt.log" "collectord/tags/a/$1/result \{.*\"ok\":true" 20 \
+  wait_count "$OUT/mqtt.log" "collectord/tags/a/$1/result \{.*\"ok\":true" $(( answers + 1 )) 20 \
     || { mqtt_show "$OUT/mqtt.log"; fail "$1 = $2: no ok on collectord/tags/a/$1/result"; }
   wait_count "$OUT/emulate-a.log" "took write $3 $4 at" $(( before + 1 )) 10 \
     || { tail -20 "$OUT/emulate-a.log"; fail "$1 = $2: the peripheral did not take $4 on $3"; }
