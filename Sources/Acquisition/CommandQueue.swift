@@ -105,7 +105,7 @@ final class CommandQueue {
             kind = k
         } else {
             let candidates: [Model] = knownModel.map { [$0] } ?? [.cc2650, .cc2541]
-            guard let k = candidates.lazy.compactMap({ target.kind(model: $0) }).first else {
+            guard let k = candidates.lazy.compactMap({ target.kind(model: $0, profile: self.tag.profile) }).first else {
                 return answer(.failure(.unsupported("this device has no \(target)")))
             }
             kind = k
@@ -157,7 +157,7 @@ final class CommandQueue {
         session = s
         knownModel = s.model ?? knownModel
         jobs = commanded.map { .reapply($0) }
-        let targets = s.model.map { CommandTarget.all(model: $0, sensors: s.streamingSensors) } ?? []
+        let targets = s.model.map { CommandTarget.all(model: $0, sensors: s.streamingSensors, profile: tag.profile) } ?? []
         jobs += targets.filter { tag.commands.allows($0) && s.kind(of: $0) != nil }.map { .refresh($0) }
         runNext()
     }

@@ -78,9 +78,10 @@ extension DeviceSession {
     /// What `target` takes on this device, now that its model is known; nil if it has no such
     /// target (or the sensor it belongs to is not set up on this link).
     public func kind(of target: CommandTarget) -> CommandKind? {
-        guard let model, let kind = target.kind(model: model) else { return nil }
+        guard let model, let kind = target.kind(model: model, profile: tag.profile) else { return nil }
         if let sensor = target.sensor, slot(of: sensor) == nil { return nil }
         if case .output = target, ioHandles == nil { return nil }
+        if case .declared(let name) = target, settingHandle(name) == nil { return nil }
         return kind
     }
 
@@ -99,6 +100,8 @@ extension DeviceSession {
             setEnabled(sensor, on, completion)
         case (.range(let sensor), .choice(let name)):
             setRange(sensor, name, completion)
+        case (.declared(let name), _):
+            setDeclared(name, command.value, completion)
         default:
             completion(.failure(.invalid("\(command.value) is not a value for \(command.target)")))
         }
@@ -123,6 +126,11 @@ extension DeviceSession {
                 return completion(.failure(.unsupported("\(sensor) has no config characteristic")))
             }
             readBack(h, completion) { bytes in self.configStates(target, slot, bytes) }
+        case .declared(let name):
+            guard let setting = tag.profile?.setting(named: name), let c = settingHandle(name), c.properties.contains(.read) else {
+                return completion(.failure(.unsupported("\(name) cannot be read")))
+            }
+            readBack(c.valueHandle, completion) { bytes in setting.decode(bytes).map { [TargetState(target, $0)] } }
         }
     }
 
@@ -213,7 +221,34 @@ extension DeviceSession {
         }
     }
 
+    /// A declared setting: its value serialized as the profile says (checked: nothing out of its
+    /// type is written), then read back where the characteristic allows; a write-only one
+    /// reports the value written.
+    private func setDeclared(_ name: String, _ value: CommandValue, _ completion: @escaping CommandCompletion) {
+        guard let setting = tag.profile?.setting(named: name), let c = settingHandle(name) else {
+            return completion(.failure(.unsupported("no characteristic for \(name) on this device")))
+        }
+        let bytes: [UInt8]
+        do { bytes = try setting.encode(value) } catch { return completion(.failure(.invalid(error.description))) }
+        guard c.properties.contains(.read) else {
+            return client.write(c.valueHandle, bytes) { [weak self] result in
+                guard let self, !self.ended else { return completion(.failure(.linkLost)) }
+                switch result {
+                case .success: completion(.success([TargetState(.declared(name), value)]))
+                case .failure(let e): completion(.failure(self.failure(e)))
+                }
+            }
+        }
+        writeThenRead(c.valueHandle, bytes, completion) { bytes in setting.decode(bytes).map { [TargetState(.declared(name), $0)] } }
+    }
+
     // MARK: Helpers
+
+    /// The characteristic of the declared setting `name` on this device, if it has it.
+    func settingHandle(_ name: String) -> GATTCharacteristic? {
+        guard let setting = tag.profile?.setting(named: name) else { return nil }
+        return database?.characteristic(setting.uuid, in: setting.service)
+    }
 
     /// The slot of the set-up sensor `sensor`.
     func slot(of sensor: Sensor) -> Int? {

@@ -25,7 +25,7 @@ extension Validator {
     }
 
     /// A tag's `commands`: true, false, or the names of targets it has.
-    mutating func commands(_ t: TOMLTable, model: Model?, sensors: [SensorConfiguration], advertising: Bool,
+    mutating func commands(_ t: TOMLTable, model: Model?, profile: DeviceProfile?, sensors: [SensorConfiguration], advertising: Bool,
                            _ scope: Scope) -> CommandPermission {
         guard let v = t["commands"] else { return .none }
         if advertising {
@@ -36,8 +36,9 @@ extension Validator {
             report(v.line, scope.context, "commands need topic_layout = \"v2\" (the command topics live under <prefix>/tags/)")
             return .none
         }
-        if model == .gatt {
-            report(v.line, scope.context, "commands: a generic GATT device has no command targets yet")
+        if model == .gatt && (profile?.settings ?? []).isEmpty {
+            report(v.line, scope.context, "commands: a generic device takes commands only for the settings its profile declares "
+                   + "([[profile.setting]]), and \(profile.map { "profile \(quoted($0.name))" } ?? "it has no profile") declares none")
             return .none
         }
         if let on = v.boolean { return on ? .all : .none }
@@ -49,7 +50,7 @@ extension Validator {
         // the model is left to be identified.
         let models: [Model] = model.map { [$0] } ?? [.cc2650, .cc2541]
         let streamed = sensors.map(\.sensor)
-        let offered = Set(models.flatMap { CommandTarget.all(model: $0, sensors: streamed) }.map(\.name))
+        let offered = Set(models.flatMap { CommandTarget.all(model: $0, sensors: streamed, profile: profile) }.map(\.name))
         var names = Set<String>()
         for item in items {
             guard let name = item.string else {

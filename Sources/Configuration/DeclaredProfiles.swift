@@ -8,7 +8,7 @@ import Profiles
 import SharedTypes
 
 extension Schema {
-    static let profile = ["name", "characteristic"]
+    static let profile = ["name", "characteristic", "setting"]
     static let characteristic = ["sensor", "service", "uuid", "shape", "type", "count", "type2", "count2", "byte_order",
                                  "notify", "enable", "period", "fields"]
     static let enableWrite = ["uuid", "value"]
@@ -80,10 +80,12 @@ extension Validator {
             let name = declarationName(t, "profile", &scope, lines: &lines, elsewhere: declared.files)
             checkKeys(t, allowed: Schema.profile, scope)
             let characteristics = declaredCharacteristics(t, scope)
+            let settings = declaredSettings(t, scope, characteristics: characteristics.map { ($0.characteristic, $0.fieldLines) })
             if let name {
                 declared.files[name] = path
                 if errors.count == errorsBefore {
-                    declared.profiles[name] = DeviceProfile(name: name, characteristics: characteristics.map(\.characteristic))
+                    declared.profiles[name] = DeviceProfile(name: name, characteristics: characteristics.map(\.characteristic),
+                                                            settings: settings)
                     var origins = ProfileOrigins()
                     for d in characteristics {
                         let sensor = d.characteristic.sensor

@@ -680,7 +680,7 @@ struct Validator {
                                    tmp006S0: s0, magnetometerScale: scale, adapter: pin)
         tag.profile = profile
         tag.advertising = advertising
-        tag.commands = commands(t, model: model, sensors: sensors, advertising: advertising != nil, scope)
+        tag.commands = commands(t, model: model, profile: profile, sensors: sensors, advertising: advertising != nil, scope)
         guard errors.count == errorsBefore else { return nil }
         return tag
     }

@@ -11,9 +11,10 @@ import SharedTypes
 extension HomeAssistantDiscovery {
     /// The entities of the targets `device` has and its configuration opens.
     func commandEntities(for device: Device, sensors: [Sensor]) -> [Entity] {
-        guard device.commands != .none, device.model.isSensorTag else { return [] }
-        return CommandTarget.all(model: device.model, sensors: sensors).filter { device.commands.allows($0) }.compactMap { target in
-            guard let kind = target.kind(model: device.model) else { return nil }
+        guard device.commands != .none, device.model.isSensorTag || device.model == .gatt else { return [] }
+        let targets = CommandTarget.all(model: device.model, sensors: sensors, profile: device.profile)
+        return targets.filter { device.commands.allows($0) }.compactMap { target in
+            guard let kind = target.kind(model: device.model, profile: device.profile) else { return nil }
             let node = HomeAssistantDiscovery.nodeID(address: device.address)
             var members: [(String, JSONValue)] = [
                 ("name", .string(HomeAssistantDiscovery.targetName(target))),
@@ -35,6 +36,14 @@ extension HomeAssistantDiscovery {
             case .choice(let options):
                 component = "select"
                 members += [("options", .array(options.map { .string($0) })), ("optimistic", .bool(false))]
+            case .real(let minimum, let maximum, let step, let unit):
+                component = "number"
+                members += [("min", .number(minimum)), ("max", .number(maximum)), ("step", .number(step)),
+                            ("mode", "box"), ("optimistic", .bool(false))]
+                if !unit.isEmpty { members.append(("unit_of_measurement", .string(unit))) }
+            case .text(let maxLength):
+                component = "text"
+                members += [("max", .integer(Int64(maxLength))), ("optimistic", .bool(false))]
             }
             if case .output = target {} else { members.append(("entity_category", "config")) }
             return Entity(component: component, objectID: target.name, members: members)
@@ -50,6 +59,7 @@ extension HomeAssistantDiscovery {
         case .period(let s): return capitalized(s.rawValue) + " period"
         case .enabled(let s): return capitalized(s.rawValue) + " on"
         case .range(let s): return capitalized(s.rawValue) + " range"
+        case .declared(let name): return capitalized(name.split(separator: "_").joined(separator: " "))
         }
     }
 

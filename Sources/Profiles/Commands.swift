@@ -34,6 +34,8 @@ public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
     case enabled(Sensor)
     /// The accelerometer's range: CC2650 movement, CC2541 accelerometer (firmware 1.5).
     case range(Sensor)
+    /// A setting a `[[profile]]` declares (`DeclaredSetting`), by its name.
+    case declared(String)
 
     static let periodSuffix = "_period", enabledSuffix = "_enabled", rangeSuffix = "_range"
 
@@ -44,10 +46,23 @@ public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
         case .period(let s): return s.rawValue + Self.periodSuffix
         case .enabled(let s): return s.rawValue + Self.enabledSuffix
         case .range(let s): return s.rawValue + Self.rangeSuffix
+        case .declared(let name): return name
         }
     }
 
     public var description: String { name }
+
+    /// The target a name means on a device with `profile`: a built-in one, else one of the
+    /// profile's declared settings.
+    public init?(name: String, profile: DeviceProfile?) {
+        if let builtIn = CommandTarget(name: name) {
+            self = builtIn
+        } else if let setting = profile?.setting(named: name) {
+            self = .declared(setting.name)
+        } else {
+            return nil
+        }
+    }
 
     /// The target a name means, whatever the device: whether the device has it is `kind(model:)`'s
     /// question.
@@ -65,14 +80,17 @@ public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
     /// The sensor the target belongs to, if any.
     public var sensor: Sensor? {
         switch self {
-        case .output: return nil
+        case .output, .declared: return nil
         case .period(let s), .enabled(let s), .range(let s): return s
         }
     }
 
-    /// What the target takes on a device of `model`; nil when such a device has no such target.
-    public func kind(model: Model) -> CommandKind? {
+    /// What the target takes on a device of `model` (with `profile`); nil when such a device has
+    /// no such target.
+    public func kind(model: Model, profile: DeviceProfile? = nil) -> CommandKind? {
         switch self {
+        case .declared(let name):
+            return model == .gatt ? profile?.setting(named: name)?.commandKind : nil
         case .output:
             return model.generation == .cc2650 ? .toggle : nil
         case .period(let sensor):
@@ -91,13 +109,14 @@ public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// Every target a device of `model` streaming `sensors` has, in a stable order.
-    public static func all(model: Model, sensors: [Sensor]) -> [CommandTarget] {
+    /// Every target a device of `model` (with `profile`) streaming `sensors` has, in a stable order.
+    public static func all(model: Model, sensors: [Sensor], profile: DeviceProfile? = nil) -> [CommandTarget] {
         var out: [CommandTarget] = []
         if model.generation == .cc2650 { out += IOOutput.allCases.map { .output($0) } }
         for s in sensors {
             for t in [CommandTarget.enabled(s), .period(s), .range(s)] where t.kind(model: model) != nil { out.append(t) }
         }
+        if model == .gatt, let profile { out += profile.settings.map { .declared($0.name) } }
         return out
     }
 }
@@ -110,6 +129,11 @@ public enum CommandKind: Sendable, Hashable {
     case number(minimum: Int, maximum: Int, step: Int, unit: String)
     /// One of these names.
     case choice([String])
+    /// A number within `minimum…maximum`, a multiple of `step` (a declared setting's, in its
+    /// physical unit).
+    case real(minimum: Double, maximum: Double, step: Double, unit: String)
+    /// Text of at most `maxLength` bytes of UTF-8, without control characters.
+    case text(maxLength: Int)
 
     /// The longest payload looked at: every valid value is far shorter.
     public static let maximumPayload = 64
@@ -121,6 +145,7 @@ public enum CommandKind: Sendable, Hashable {
         var bytes = payload[...]
         while let f = bytes.first, f == 0x20 || f == 0x09 || f == 0x0A || f == 0x0D { bytes.removeFirst() }
         while let l = bytes.last, l == 0x20 || l == 0x09 || l == 0x0A || l == 0x0D { bytes.removeLast() }
+        if case .text(let maxLength) = self { return try Self.text(bytes, maxLength: maxLength) }
         guard !bytes.isEmpty else { throw .empty }
         guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { throw .notText }
         var text = String(decoding: bytes, as: UTF8.self)
@@ -146,7 +171,39 @@ public enum CommandKind: Sendable, Hashable {
                 throw .expected(expectation, got: text)
             }
             return .choice(name)
+        case .real(let minimum, let maximum, let step, _):
+            let number = try Self.finiteNumber(text, expectation)
+            guard number >= minimum && number <= maximum else { throw .outOfRangeReal(number, minimum: minimum, maximum: maximum) }
+            if step > 0 {
+                let steps = (number - minimum) / step
+                guard abs(steps - steps.rounded()) <= 1e-6 * max(1, abs(steps)) else { throw .notMultipleReal(number, of: step) }
+            }
+            return .real(number)
+        case .text:
+            preconditionFailure("text is parsed above")
         }
+    }
+
+    /// Text as sent: UTF-8, no control characters, at most `maxLength` bytes; a JSON string
+    /// without escapes is taken without its quotes.
+    private static func text(_ bytes: ArraySlice<UInt8>, maxLength: Int) throws(CommandValueError) -> CommandValue {
+        var bytes = bytes
+        if bytes.count >= 2, bytes.first == 0x22, bytes.last == 0x22, !bytes.dropFirst().dropLast().contains(0x22),
+           !bytes.contains(0x5C) {
+            bytes = bytes.dropFirst().dropLast()
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw .notText }
+        guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { throw .notText }
+        guard bytes.count <= maxLength else { throw .tooLongText(bytes.count, maximum: maxLength) }
+        return .text(text)
+    }
+
+    /// A JSON number (`21.5`, `-3`, `2e1`), finite.
+    private static func finiteNumber(_ text: String, _ expectation: String) throws(CommandValueError) -> Double {
+        let allowed = text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D || $0 == 0x2B || $0 == 0x2E || $0 == 0x65 || $0 == 0x45 }
+        guard allowed, let first = text.utf8.first, first == 0x2D || (first >= 0x30 && first <= 0x39),
+              let d = Double(text), d.isFinite else { throw .expected(expectation, got: text) }
+        return d
     }
 
     /// A JSON number that is a whole number: digits with an optional sign, fraction of zeros or
@@ -171,6 +228,9 @@ public enum CommandKind: Sendable, Hashable {
         case .number(let minimum, let maximum, let step, let unit):
             return "a whole number \(minimum)…\(maximum)\(step > 1 ? " in steps of \(step)" : "")\(unit.isEmpty ? "" : " (\(unit))")"
         case .choice(let names): return "one of " + names.joined(separator: ", ")
+        case .real(let minimum, let maximum, let step, let unit):
+            return "a number \(minimum)…\(maximum)\(step > 0 ? " in steps of \(step)" : "")\(unit.isEmpty ? "" : " (\(unit))")"
+        case .text(let maxLength): return "text of at most \(maxLength) bytes"
         }
     }
 }
@@ -180,6 +240,8 @@ public enum CommandValue: Sendable, Hashable, CustomStringConvertible {
     case toggle(Bool)
     case number(Int)
     case choice(String)
+    case real(Double)
+    case text(String)
 
     /// As published on the target's state topic (and as Home Assistant is told to expect it).
     public var description: String {
@@ -187,6 +249,8 @@ public enum CommandValue: Sendable, Hashable, CustomStringConvertible {
         case .toggle(let on): return on ? "ON" : "OFF"
         case .number(let n): return String(n)
         case .choice(let name): return name
+        case .real(let x): return x == x.rounded() && abs(x) < 1e15 ? String(Int64(x)) : String(x)
+        case .text(let t): return t
         }
     }
 }
@@ -213,6 +277,11 @@ public enum CommandValueError: Error, Sendable, Equatable, CustomStringConvertib
     case expected(String, got: String)
     case outOfRange(Int, minimum: Int, maximum: Int)
     case notMultiple(Int, of: Int)
+    case outOfRangeReal(Double, minimum: Double, maximum: Double)
+    case notMultipleReal(Double, of: Double)
+    case tooLongText(Int, maximum: Int)
+    /// The value has no wire form in the characteristic's type (a declared setting).
+    case notRepresentable(String)
 
     public var description: String {
         switch self {
@@ -222,6 +291,10 @@ public enum CommandValueError: Error, Sendable, Equatable, CustomStringConvertib
         case .expected(let what, let got): return "expected \(what), got \"\(got)\""
         case .outOfRange(let n, let minimum, let maximum): return "\(n) is outside \(minimum)…\(maximum)"
         case .notMultiple(let n, let step): return "\(n) is not a multiple of \(step)"
+        case .outOfRangeReal(let x, let minimum, let maximum): return "\(x) is outside \(minimum)…\(maximum)"
+        case .notMultipleReal(let x, let step): return "\(x) is not a multiple of \(step)"
+        case .tooLongText(let n, let maximum): return "text of \(n) bytes is too long (at most \(maximum))"
+        case .notRepresentable(let why): return why
         }
     }
 }

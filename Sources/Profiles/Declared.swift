@@ -370,11 +370,17 @@ public struct DeclaredCharacteristic: Sendable, Hashable {
 public struct DeviceProfile: Sendable, Hashable {
     public let name: String
     public let characteristics: [DeclaredCharacteristic]
+    /// What commands may write on such a device (`[[profile.setting]]`).
+    public let settings: [DeclaredSetting]
 
-    public init(name: String, characteristics: [DeclaredCharacteristic]) {
+    public init(name: String, characteristics: [DeclaredCharacteristic], settings: [DeclaredSetting] = []) {
         self.name = name
         self.characteristics = characteristics
+        self.settings = settings
     }
+
+    /// The declared setting named `name`.
+    public func setting(named name: String) -> DeclaredSetting? { settings.first { $0.name == name } }
 
     /// The declared sensor's profile, if this device profile declares it.
     public func profile(for sensor: Sensor) -> SensorProfile? {

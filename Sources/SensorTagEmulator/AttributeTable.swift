@@ -187,6 +187,12 @@ public struct AttributeTable: Sendable {
                 services[i].characteristics.append(c)
             }
         }
+        // A declared profile's settings: readable and writable, holding what was written
+        // (zeros, or no text, to begin with).
+        let settings = model.profile?.settings ?? []
+        for setting in settings where !services.contains(where: { $0.uuid == setting.service }) {
+            services.append((setting.service, []))
+        }
         for service in services {
             b.service(service.uuid)
             for c in service.characteristics {
@@ -194,6 +200,12 @@ public struct AttributeTable: Sendable {
                 // AA43 holds nothing until the barometer config is written 2 (calibrate).
                 if c.role == .calibration { value = Array(repeating: 0, count: c.initialValue.count) }
                 b.characteristic(c, value: value)
+            }
+            for setting in settings where setting.service == service.uuid
+                && !service.characteristics.contains(where: { $0.uuid == setting.uuid }) {
+                let initial: [UInt8]
+                if case .text = setting.kind { initial = [] } else { initial = Array(repeating: 0, count: setting.type.size) }
+                b.characteristic(setting.uuid, name: setting.name, properties: [.read, .write], value: initial)
             }
         }
         b.finish()

@@ -24,7 +24,7 @@ extension Daemon {
     func command(_ request: CommandRequest) {
         switch request.scope {
         case .tag(let name, let targetName):
-            guard let target = CommandTarget(name: targetName) else {
+            guard let target = CommandTarget(name: targetName, profile: fleet.supervisors[name]?.tag.profile) else {
                 Log.info("command for \(name)/\(targetName): no such target")
                 return publication.answer(request, failure: "unknown_target", reason: "no target is named \(targetName)")
             }
@@ -54,7 +54,7 @@ extension Daemon {
             publication.answer(request, detail: "reconnecting \(name)")
         case ("read", 3):
             let (name, targetName) = (words[1], words[2])
-            guard let target = CommandTarget(name: targetName) else {
+            guard let target = CommandTarget(name: targetName, profile: fleet.supervisors[name]?.tag.profile) else {
                 return publication.answer(request, failure: "unknown_target", reason: "no target is named \(targetName)")
             }
             fleet.readState(tag: name, target) { [weak self] result in

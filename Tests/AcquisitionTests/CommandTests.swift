@@ -228,3 +228,53 @@ import Reactor
 extension UInt16 {
     var littleEndianBytes: [UInt8] { [UInt8(self & 0xFF), UInt8(self >> 8)] }
 }
+
+/// A generic device's declared settings ([[profile.setting]]): written as the profile serializes
+/// them, read back and decoded the same way.
+@Suite struct DeclaredSettingCommandTests {
+    static let service = GATTUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
+    static let profile = DeviceProfile(name: "thermostat", characteristics: [], settings: [
+        DeclaredSetting(name: "setpoint", service: service, uuid: GATTUUID("6E400010-B5A3-F393-E0A9-E50E24DCCA9E")!,
+                        type: .int16, scale: 0.1, kind: .number(minimum: 5, maximum: 30, step: 0.5, unit: "°C")),
+        DeclaredSetting(name: "mode", service: service, uuid: GATTUUID("6E400011-B5A3-F393-E0A9-E50E24DCCA9E")!,
+                        kind: .choice(names: ["eco", "comfort", "boost"], values: [0, 2, 7])),
+        DeclaredSetting(name: "child_lock", service: service, uuid: GATTUUID("6E400012-B5A3-F393-E0A9-E50E24DCCA9E")!,
+                        kind: .toggle(on: 1, off: 0)),
+        DeclaredSetting(name: "label", service: service, uuid: GATTUUID("6E400013-B5A3-F393-E0A9-E50E24DCCA9E")!,
+                        kind: .text(maxLength: 12)),
+    ])
+
+    func run(_ fleet: Fleet, _ s: TagSupervisor, _ target: String, _ payload: String) -> Result<[TargetState], CommandFailure>? {
+        var result: Result<[TargetState], CommandFailure>?
+        guard let t = CommandTarget(name: target, profile: Self.profile) else {
+            Issue.record("\(target) is not a target")
+            return nil
+        }
+        s.command(t, payload: Array(payload.utf8)) { result = $0 }
+        fleet.run(until: { result != nil }, limit: .seconds(60))
+        return result
+    }
+
+    @Test func eachSettingIsSerializedWrittenAndReadBack() throws {
+        let fleet = try Fleet()
+        let (s, e) = fleet.add(.standard(profile: Self.profile), name: "hall", pinned: .gatt, profile: Self.profile, commands: .all)
+        var states: [TargetState] = []
+        s.commands.onStates = { states += $0 }
+        fleet.startAll()
+        #expect(fleet.run(until: { s.state == .streaming }, limit: .seconds(60)))
+        #expect(fleet.run(until: { states.contains(TargetState(.declared("setpoint"), .real(0))) }, limit: .seconds(30)),
+                "every setting's state read after setup: \(states)")
+        #expect(run(fleet, s, "setpoint", "21.5") == .success([TargetState(.declared("setpoint"), .real(21.5))]))
+        #expect(e.writeLog.last?.bytes == [0xD7, 0x00])
+        #expect(run(fleet, s, "mode", "boost") == .success([TargetState(.declared("mode"), .choice("boost"))]))
+        #expect(e.writeLog.last?.bytes == [7])
+        #expect(run(fleet, s, "child_lock", "ON") == .success([TargetState(.declared("child_lock"), .toggle(true))]))
+        #expect(run(fleet, s, "label", "Küche") == .success([TargetState(.declared("label"), .text("Küche"))]))
+        #expect(e.writeLog.last?.bytes == Array("Küche".utf8))
+        let before = e.writeLog.count
+        for (target, payload) in [("setpoint", "30.5"), ("setpoint", "21.3"), ("mode", "turbo"), ("label", "a label too long")] {
+            guard case .failure(.invalid) = run(fleet, s, target, payload) else { Issue.record("\(target) = \(payload) taken"); continue }
+        }
+        #expect(e.writeLog.count == before, "nothing written for the refused ones")
+    }
+}
