@@ -112,17 +112,17 @@ extension Validator {
             if unit.utf8.count > Schema.unitMax { report(c["unit"]!.line, scope.context, "\(scope.prefix)unit must be at most \(Schema.unitMax) bytes") }
             if let minimum, let maximum, scale != 0 {
                 if minimum >= maximum {
-                    report(c["max"]!.line, scope.context, "\(scope.prefix)max must be more than min (\(minimum))")
+                    report(c["max"]!.line, scope.context, "\(scope.prefix)max must be more than min (\(plain(minimum)))")
                 } else if let type, type != .float32 {
                     let ends = [(minimum - offset) / scale, (maximum - offset) / scale]
                     if !ends.allSatisfy(fits) {
-                        report(c["max"]!.line, scope.context, "\(scope.prefix)\(minimum)…\(maximum) is \(ends.min()!)…\(ends.max()!) "
-                               + "in the device's units, more than a \(type.rawValue) holds")
+                        report(c["max"]!.line, scope.context, "\(scope.prefix)\(plain(minimum))…\(plain(maximum)) is "
+                               + "\(plain(ends.min()!))…\(plain(ends.max()!)) in the device's units, more than a \(type.rawValue) holds")
                     }
                     let rawStep = step / scale
                     if abs(rawStep - rawStep.rounded()) > 1e-9 * max(1, abs(rawStep)) || rawStep.rounded() == 0 {
                         report((c["step"] ?? c["scale"] ?? c["max"]!).line, scope.context,
-                               "\(scope.prefix)step \(step) is not a whole number of the device's units (scale \(scale))")
+                               "\(scope.prefix)step \(plain(step)) is not a whole number of the device's units (scale \(plain(scale)))")
                     }
                 }
                 settingKind = .number(minimum: minimum, maximum: maximum, step: step, unit: unit)
@@ -167,4 +167,9 @@ extension Validator {
         return DeclaredSetting(name: name, service: service, uuid: uuid, type: type ?? .uint8, byteOrder: order,
                                scale: scale, offset: offset, kind: settingKind)
     }
+}
+
+/// A number as the file would write it: 300, not 300.0.
+private func plain(_ x: Double) -> String {
+    x == x.rounded() && abs(x) < 1e15 ? String(Int64(x)) : String(x)
 }

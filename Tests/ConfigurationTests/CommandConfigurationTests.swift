@@ -64,4 +64,79 @@ import SharedTypes
             """)
         #expect(lines.count == 1 && lines[0].contains("commands need topic_layout = \"v2\""), "\(lines)")
     }
+
+    @Test func aDeclaredProfilesSettingsAreItsTargets() throws {
+        let c = try #require(valid("""
+            [[profile]]
+            name = "thermostat"
+
+            [[profile.characteristic]]
+            sensor = "climate"
+            service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+            uuid = "6E400003-B5A3-F393-E0A9-E50E24DCCA9E"
+            shape = "raw"
+            type = "int16"
+            fields = [{ name = "temperature", scale = 0.01, unit = "°C" }]
+
+            [[profile.setting]]
+            name = "setpoint"
+            service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+            uuid = "6E400010-B5A3-F393-E0A9-E50E24DCCA9E"
+            type = "int16"
+            byte_order = "big"
+            scale = 0.1
+            min = 5
+            max = 30
+            step = 0.5
+            unit = "°C"
+
+            [[profile.setting]]
+            name = "mode"
+            service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+            uuid = "6E400011-B5A3-F393-E0A9-E50E24DCCA9E"
+            kind = "select"
+            type = "uint8"
+            options = ["eco", "comfort"]
+            values = [0, 5]
+
+            [[profile.setting]]
+            name = "label"
+            service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+            uuid = "6E400012-B5A3-F393-E0A9-E50E24DCCA9E"
+            kind = "text"
+            max_length = 16
+
+            [[tag]]
+            name = "hall"
+            address = "C0:FF:EE:00:00:01"
+            profile = "thermostat"
+            commands = ["setpoint", "mode"]
+            """))
+        let settings = try #require(c.profiles["thermostat"]?.settings)
+        #expect(settings.map(\.name) == ["setpoint", "mode", "label"])
+        #expect(settings[0].kind == .number(minimum: 5, maximum: 30, step: 0.5, unit: "°C"))
+        #expect(settings[0].type == .int16 && settings[0].byteOrder == .big && settings[0].scale == 0.1)
+        #expect(settings[1].kind == .choice(names: ["eco", "comfort"], values: [0, 5]))
+        #expect(settings[2].kind == .text(maxLength: 16))
+        #expect(c.tags[0].commands == .only(["setpoint", "mode"]))
+        let lines = errorLines("""
+            [[profile]]
+            name = "plain"
+
+            [[profile.characteristic]]
+            sensor = "climate"
+            service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+            uuid = "6E400003-B5A3-F393-E0A9-E50E24DCCA9E"
+            shape = "raw"
+            type = "int16"
+            fields = [{ name = "temperature" }]
+
+            [[tag]]
+            name = "hall"
+            address = "C0:FF:EE:00:00:01"
+            profile = "plain"
+            commands = true
+            """)
+        #expect(lines.count == 1 && lines[0].contains("declares none"), "\(lines)")
+    }
 }

@@ -77,3 +77,31 @@ import Testing
         #expect(f["target"] as? String == "x\u{1}")
     }
 }
+
+@Suite struct DeclaredSettingDiscoveryTests {
+    @Test func declaredSettingsAreNumbersSelectsSwitchesAndTexts() throws {
+        let topics = try Topics(prefix: "collectord", client: "pi")
+        let service = GATTUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
+        let profile = DeviceProfile(name: "thermostat", characteristics: [], settings: [
+            DeclaredSetting(name: "setpoint", service: service, uuid: GATTUUID("6E400010-B5A3-F393-E0A9-E50E24DCCA9E")!,
+                            type: .int16, scale: 0.1, kind: .number(minimum: 5, maximum: 30, step: 0.5, unit: "°C")),
+            DeclaredSetting(name: "child_lock", service: service, uuid: GATTUUID("6E400012-B5A3-F393-E0A9-E50E24DCCA9E")!,
+                            kind: .toggle(on: 1, off: 0)),
+            DeclaredSetting(name: "label", service: service, uuid: GATTUUID("6E400013-B5A3-F393-E0A9-E50E24DCCA9E")!,
+                            kind: .text(maxLength: 12)),
+        ])
+        var device = HomeAssistantDiscovery.Device(tag: "hall", address: "C0:FF:EE:00:00:01", model: .gatt, profile: profile)
+        device.commands = .only(["setpoint", "label"])
+        let discovery = HomeAssistantDiscovery(topics: topics, softwareVersion: "1.0")
+        let config = try #require(try JSONSerialization.jsonObject(with: Data(discovery.configs(for: device, sensors: [])[0].payload)) as? [String: Any])
+        let cmps = try #require(config["cmps"] as? [String: [String: Any]])
+        let setpoint = try #require(cmps["setpoint"])
+        #expect(setpoint["p"] as? String == "number")
+        #expect(setpoint["min"] as? Double == 5 && setpoint["max"] as? Double == 30 && setpoint["step"] as? Double == 0.5)
+        #expect(setpoint["unit_of_measurement"] as? String == "°C")
+        #expect(setpoint["command_topic"] as? String == "collectord/tags/hall/setpoint/set")
+        #expect(setpoint["name"] as? String == "Setpoint")
+        #expect(cmps["label"]?["p"] as? String == "text" && cmps["label"]?["max"] as? Int == 12)
+        #expect(cmps["child_lock"] == nil, "not opened by the tag's commands")
+    }
+}
