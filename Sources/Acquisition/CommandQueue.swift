@@ -31,16 +31,6 @@ public struct CommandSettings: Sendable, Equatable {
     }
 }
 
-/// Counters of one tag's commands.
-public struct CommandCounters: Sendable, Equatable {
-    public var received: UInt64 = 0
-    public var done: UInt64 = 0
-    /// Answered with an error, of any kind (the value, the rate, the link, the device).
-    public var failed: UInt64 = 0
-    public var rateLimited: UInt64 = 0
-    public init() {}
-}
-
 final class CommandQueue {
     private let tag: TagConfiguration
     private let loop: EventLoop

@@ -88,6 +88,8 @@ public struct Statistics: Sendable {
         /// the seconds since the last one (nil before the first).
         public var advertisements: AdvertisementCounters?
         public var lastHeardSecondsAgo: Int64?
+        /// A tag that takes commands: how many came and how they ended.
+        public var commands: CommandCounters?
         public init(name: String, state: String, adapter: String?, rssiDBm: Int?, reconnects: UInt64, link: Link, sensors: [Sensor]) {
             self.name = name; self.state = state; self.adapter = adapter; self.rssiDBm = rssiDBm
             self.reconnects = reconnects; self.link = link; self.sensors = sensors
@@ -109,6 +111,8 @@ public struct Statistics: Sendable {
     public var stateFiles: StateFiles?
     public var adapters: [Adapter]?
     public var tags: [Tag]?
+    /// The commands received from the broker (nil: none have been).
+    public var commands: CommandInboxCounters?
 
     public init() {}
 
@@ -200,17 +204,29 @@ extension ControlPayloads {
                                              ("advertisements", .object(counters))]))
                 }
                 let l = t.link
-                return (t.name, .object([("state", .string(t.state)),
-                                         ("adapter", t.adapter.map { .string($0) } ?? .null),
-                                         (Statistics.signalKey, t.rssiDBm.map { .integer(Int64($0)) } ?? .null),
-                                         ("reconnects", .integer(Int64(clamping: t.reconnects))),
-                                         ("link", .object([("malformed", .integer(Int64(clamping: l.malformed))),
-                                                           ("oversized", .integer(Int64(clamping: l.oversized))),
-                                                           ("unknown_opcodes", .integer(Int64(clamping: l.unknownOpcodes))),
-                                                           ("unexpected", .integer(Int64(clamping: l.unexpected))),
-                                                           ("kernel_dropped", .integer(Int64(clamping: l.kernelDropped)))])),
-                                         ("sensors", .object(sensors))]))
+                var tag: [(String, JSONValue)] = [("state", .string(t.state)),
+                                                  ("adapter", t.adapter.map { .string($0) } ?? .null),
+                                                  (Statistics.signalKey, t.rssiDBm.map { .integer(Int64($0)) } ?? .null),
+                                                  ("reconnects", .integer(Int64(clamping: t.reconnects))),
+                                                  ("link", .object([("malformed", .integer(Int64(clamping: l.malformed))),
+                                                                    ("oversized", .integer(Int64(clamping: l.oversized))),
+                                                                    ("unknown_opcodes", .integer(Int64(clamping: l.unknownOpcodes))),
+                                                                    ("unexpected", .integer(Int64(clamping: l.unexpected))),
+                                                                    ("kernel_dropped", .integer(Int64(clamping: l.kernelDropped)))])),
+                                                  ("sensors", .object(sensors))]
+                if let c = t.commands {
+                    tag.append(("commands", .object([("received", .integer(Int64(clamping: c.received))),
+                                                     ("done", .integer(Int64(clamping: c.done))),
+                                                     ("failed", .integer(Int64(clamping: c.failed))),
+                                                     ("rate_limited", .integer(Int64(clamping: c.rateLimited)))])))
+                }
+                return (t.name, .object(tag))
             })))
+        }
+        if let c = s.commands {
+            members.append(("commands", .object([("received", .integer(Int64(clamping: c.received))),
+                                                 ("retained_refused", .integer(Int64(clamping: c.retained))),
+                                                 ("answers_dropped", .integer(Int64(clamping: c.answersDropped)))])))
         }
         return JSONValue.object(members).encoded
     }

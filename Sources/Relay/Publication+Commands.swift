@@ -31,16 +31,6 @@ public struct CommandRequest: Sendable, Equatable {
     }
 }
 
-/// Counters of the commands the publication received and answered.
-public struct CommandStatistics: Sendable, Equatable {
-    public var received: UInt64 = 0
-    /// Retained commands refused unheard.
-    public var retained: UInt64 = 0
-    /// Answers the broker connection could not take (gone, or its window full).
-    public var answersDropped: UInt64 = 0
-    public init() {}
-}
-
 extension Publication {
     /// The subscriptions that bring the commands (topic layout v2 only).
     public static func commandSubscriptions(_ topics: Topics) -> [String] {

@@ -48,7 +48,7 @@ public final class Publication: MQTTPublisherDelegate {
     /// Where commands from the broker go (the daemon carries them out and answers through
     /// `answer`); nil: each is answered that no command is taken.
     public var onCommand: ((CommandRequest) -> Void)?
-    public internal(set) var commandStatistics = CommandStatistics()
+    public internal(set) var commandStatistics = CommandInboxCounters()
 
     /// One tag as the publication knows it, and the sink its readings arrive at: from the session
     /// that decoded a reading to the outbox in one call.

@@ -382,9 +382,12 @@ final class Daemon: TagSupervisorDelegate {
             link.unknownOpcodes = counters.unknownOpcodes
             link.unexpected = counters.unexpected
             link.kernelDropped = counters.kernelDropped
-            return Statistics.Tag(name: name, state: s.state.rawValue, adapter: s.adapterName, rssiDBm: fleet.signal[name].map { Int($0) },
-                                  reconnects: s.reconnects, link: link, sensors: sensors)
+            var tag = Statistics.Tag(name: name, state: s.state.rawValue, adapter: s.adapterName, rssiDBm: fleet.signal[name].map { Int($0) },
+                                     reconnects: s.reconnects, link: link, sensors: sensors)
+            if s.tag.commands != .none || s.commandCounters.received > 0 { tag.commands = s.commandCounters }
+            return tag
         }
+        if publication.commandStatistics.received > 0 { stats.commands = publication.commandStatistics }
         let now = loop.now
         stats.tags! += fleet.advertisers.sorted(by: { $0.key < $1.key }).map { name, device in
             Statistics.Tag(name: name, heard: device.online, rssiDBm: device.rssi.map { Int($0) }, advertisements: device.counters,

@@ -105,3 +105,24 @@ import Testing
         #expect(cmps["child_lock"] == nil, "not opened by the tag's commands")
     }
 }
+
+@Suite struct CommandStatisticsTests {
+    @Test func theStatsSayEveryCommandAndHowItEnded() throws {
+        var s = Statistics()
+        var tag = Statistics.Tag(name: "kitchen", state: "streaming", adapter: "hci0", rssiDBm: -60, reconnects: 0,
+                                 link: Statistics.Link(), sensors: [])
+        var c = CommandCounters()
+        c.received = 9; c.done = 5; c.failed = 4; c.rateLimited = 1
+        tag.commands = c
+        s.tags = [tag, Statistics.Tag(name: "quiet", state: "streaming", adapter: "hci0", rssiDBm: nil, reconnects: 0,
+                                      link: Statistics.Link(), sensors: [])]
+        var inbox = CommandInboxCounters()
+        inbox.received = 11; inbox.retained = 1; inbox.answersDropped = 2
+        s.commands = inbox
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(ControlPayloads.stats(s, time: Timestamp(WallTime(nanosecondsSinceEpoch: 0))))) as? [String: Any])
+        #expect((json["commands"] as? [String: Int]) == ["received": 11, "retained_refused": 1, "answers_dropped": 2])
+        let tags = try #require(json["tags"] as? [String: [String: Any]])
+        #expect((tags["kitchen"]?["commands"] as? [String: Int]) == ["received": 9, "done": 5, "failed": 4, "rate_limited": 1])
+        #expect(tags["quiet"]?["commands"] == nil, "a tag that takes no commands says nothing of them")
+    }
+}

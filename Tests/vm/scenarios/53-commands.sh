@@ -1,12 +1,13 @@
 #!/bin/bash
-# Commands from MQTT reach an emulated CC2650 over a real LE link as the expected ATT writes, the state read back is published and each is answered; timed from the /set to the write and to the /result.
+# Commands from MQTT reach an emulated CC2650 and a generic device's declared setting over real LE links as the expected ATT writes, the state read back is published and each is answered; timed from the /set to the write and to the /result.
 # vm-timeout: 200
-# Issue #26: the CC2650 emulator on hci1 (its own process, its own controller) logs every write
-# it takes with the time; the daemon on hci0 takes commands from mosquitto_pub. Each command must
-# reach the peripheral as the expected bytes on the expected characteristic (the emulator's log,
-# and btmon's ATT Write Requests), its answer on …/result must say ok with the state read back,
-# and hostile ones must be answered with errors and write nothing. The LED is then switched 30
-# times to time the path: /set to the write on the peripheral, /set to the /result.
+# Issue #26: a CC2650 emulator on hci1 and a generic device with a declared setting on hci2
+# (each its own process and controller) log every write they take with the time; the daemon on
+# hci0 takes commands from mosquitto_pub. Each command must reach the peripheral as the expected
+# bytes on the expected characteristic (the emulators' logs, and btmon's ATT Write Requests), its
+# answer on …/result must say ok with the state read back, and hostile ones must be answered
+# with errors and write nothing. The LED is then switched 30 times to time the path: /set to the
+# write on the peripheral, /set to the /result.
 . "$VM_LIB"
 CONF=$OUT/collectord.conf
 IO_DATA="F000AA65-0451-4000-B000-000000000000"
@@ -18,10 +19,45 @@ mqtt_watch mqtt || fail "mosquitto_sub did not subscribe"
 daemon_config "$CONF"
 printf '\n[[tag]]\nname = "a"\naddress = "%s"\nmodel = "cc2650"\ncommands = true\n[tag.sensors.temperature]\nperiod_ms = 1000\n[tag.sensors.humidity]\nperiod_ms = 1000\n' \
   "$HCI1_ADDR" >> "$CONF"
+# A generic device whose profile declares a setting: a setpoint in 0.1 °C, a big-endian int16.
+cat >> "$CONF" <<PROFILE
+
+[[profile]]
+name = "thermostat"
+
+[[profile.characteristic]]
+sensor = "climate"
+service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+uuid = "6E400003-B5A3-F393-E0A9-E50E24DCCA9E"
+shape = "raw"
+type = "int16"
+fields = [{ name = "temperature", scale = 0.01, unit = "°C" }]
+
+[[profile.setting]]
+name = "setpoint"
+service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+uuid = "6E400010-B5A3-F393-E0A9-E50E24DCCA9E"
+type = "int16"
+byte_order = "big"
+scale = 0.1
+min = 5
+max = 30
+step = 0.5
+unit = "°C"
+
+[[tag]]
+name = "b"
+address = "$HCI2_ADDR"
+profile = "thermostat"
+commands = ["setpoint"]
+PROFILE
+SETPOINT="6E400010-B5A3-F393-E0A9-E50E24DCCA9E"
 step 10 check-config "$COLLECTORD" check-config --config "$CONF" || fail "configuration rejected"
 
 start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
+start emulate-b "$COLLECTORD" emulate --model gatt --profile thermostat --config "$CONF" --adapter hci2 --seed 2
 wait_for "$OUT/emulate-a.log" 'advertising on hci1' 15 || fail "cc2650 emulator did not advertise"
+wait_for "$OUT/emulate-b.log" 'advertising on hci2' 15 || fail "thermostat emulator did not advertise"
 start daemon "$COLLECTORD" run --config "$CONF"
 wait_for "$OUT/mqtt.log" 'collectord/tags/a/led1/state OFF' 60 \
   || { mqtt_show "$OUT/mqtt.log"; fail "no led1 state 60 s after the daemon started"; }
@@ -51,6 +87,20 @@ command temperature_period 500 "$PERIOD" 32
 command temperature_enabled OFF "$TEMP_CONFIG" 00
 command temperature_enabled ON "$TEMP_CONFIG" 01
 wait_for "$OUT/mqtt.log" 'collectord/tags/a/temperature_period/state 500' 10 || fail "no retained period state 500"
+
+# The declared setting: 21.5 °C is 215 tenths, 00 D7 big-endian, read back as 21.5.
+wait_for "$OUT/mqtt.log" 'collectord/tags/b/setpoint/state 0' 60 || { mqtt_show "$OUT/mqtt.log"; fail "no setpoint state for b"; }
+pub_b() { mosquitto_pub -h "$MQTT_HOST" -p "$MQTT_PORT" -q 1 -t "collectord/tags/b/$1/set" -m "$2"; }
+answers=$(count "$OUT/mqtt.log" 'collectord/tags/b/setpoint/result \{.*"ok":true')
+pub_b setpoint 21.5
+wait_count "$OUT/mqtt.log" 'collectord/tags/b/setpoint/result \{.*"ok":true' $(( answers + 1 )) 20 \
+  || { mqtt_show "$OUT/mqtt.log"; fail "setpoint = 21.5: no ok answer"; }
+wait_for "$OUT/emulate-b.log" "took write $SETPOINT 00 D7 at" 10 || { tail -20 "$OUT/emulate-b.log"; fail "the thermostat did not take 00 D7"; }
+expect "$OUT/mqtt.log" 'collectord/tags/b/setpoint/result \{.*"state":\{"setpoint":"21.5"\}' "the setpoint read back as 21.5"
+pub_b setpoint 21.3
+wait_for "$OUT/mqtt.log" 'collectord/tags/b/setpoint/result \{.*"error":"invalid_value"' 20 || fail "setpoint = 21.3 (not a 0.5 step) was not refused"
+[ "$(count "$OUT/emulate-b.log" "took write $SETPOINT")" -eq 1 ] || fail "a refused setpoint was written"
+log "ok: the declared setpoint written as 00 D7, read back as 21.5; 21.3 refused, nothing written"
 expect "$OUT/mqtt.log" 'collectord/tags/a/led2/result \{.*"state":\{"led1":"ON","led2":"ON","buzzer":"OFF"\}' "led2's answer holds the three outputs read back"
 writes_after=$(count "$OUT/btmon.txt" 'ATT: Write Request')
 [ $(( writes_after - writes_before )) -ge 8 ] || fail "btmon saw $(( writes_after - writes_before )) ATT Write Requests for 8 writes"
