@@ -2,8 +2,9 @@
 // broker's reason codes say.
 //
 // MQTT 5 first. A broker that does not speak it answers the CONNECT with "unsupported protocol
-// version" (MQTT 5's CONNACK 0x84, or 3.1.1's CONNACK 1, which libmosquitto reports as 0x84
-// too), or, if it is old enough, closes the connection without a CONNACK. The same broker is
+// version" (MQTT 5's CONNACK 0x84, or 3.1.1's CONNACK 1, which libmosquitto 2.0 reports as 0x84
+// too and 2.1 as a malformed packet), or, if it is old enough, closes the connection without a
+// CONNACK. The same broker is
 // then asked again at once with 3.1.1, within the same attempt (the delegate sees one
 // `.connecting` and one `.connected`), and the change is logged once. An explicit refusal is
 // remembered for as long as the publisher lives; a connection closed without an answer is
@@ -85,13 +86,18 @@ extension MQTTPublisher {
         let unanswered = !choice.connackSeen && (configuration.tls == nil || choice.handshakeFinished)
             && (disconnectCode == mosqCode(MOSQ_ERR_CONN_LOST)
                 || (disconnectCode == mosqCode(MOSQ_ERR_ERRNO) && disconnectErrno == ECONNRESET))
-        guard choice.versionRefused || unanswered else { return false }
+        // A 3.1.1 broker's CONNACK refusing version 5 has no properties: libmosquitto 2.1
+        // (Debian 13's) cannot read it as MQTT 5's and reports a malformed packet instead.
+        let unreadable = !choice.connackSeen
+            && (disconnectCode == mosqCode(MOSQ_ERR_MALFORMED_PACKET) || disconnectCode == mosqCode(MOSQ_ERR_PROTOCOL))
+        guard choice.versionRefused || unanswered || unreadable else { return false }
         if choice.versionRefused { choice.versions[index] = .v311 }
         if !choice.logged.contains(index) {
             choice.logged.insert(index)
             let broker = configuration.brokers[index]
             let message = choice.versionRefused
                 ? "\(broker) does not speak MQTT 5 (\(Self.reasonText(Int32(MQTT_RC_UNSUPPORTED_PROTOCOL_VERSION.rawValue)))): using MQTT 3.1.1 with it"
+                : unreadable ? "\(broker) answered an MQTT 5 CONNECT with what MQTT 5 cannot read: trying MQTT 3.1.1"
                 : "\(broker) closed the connection without answering an MQTT 5 CONNECT: trying MQTT 3.1.1"
             delegate?.publisher(self, log: choice.versionRefused ? .notice : .warning, message: message)
         }
