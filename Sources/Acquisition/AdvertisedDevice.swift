@@ -97,11 +97,20 @@ public final class AdvertisedDevice {
     /// Told when the device is heard after silence, and when it has not been heard for
     /// `staleAfter`.
     public var onPresence: ((Bool) -> Void)?
-    /// Told each time a configured sensor is heard for the first time, with all heard so far
-    /// (in the configured order): what the device offers.
+    /// Told each time a configured sensor is heard for the first time, or with more objects of
+    /// its kind in one packet than before (`occurrences`), with all heard so far (in the
+    /// configured order): what the device offers.
     public var onSensorsHeard: (([Sensor]) -> Void)?
     /// The configured sensors heard so far, in the configured order.
     public var sensorsHeard: [Sensor] { zip(sensors, heard).filter(\.1).map(\.0) }
+    /// Per sensor heard, how many objects of its kind one packet carried at most (BTHome's
+    /// `temperature`, `temperature_2`, …; a four-button remote's `button` … `button_4`), when
+    /// more than one: each is an entity of its own in Home Assistant.
+    public var occurrences: [Sensor: Int] {
+        var out: [Sensor: Int] = [:]
+        for (sensor, n) in zip(sensors, mostOfAKind) where n > 1 { out[sensor] = n }
+        return out
+    }
     /// A problem worth a log line, told once per kind (a wrong key, an unknown object, an
     /// unconfigured sensor), not per packet.
     public var onNotice: ((String) -> Void)?
@@ -122,6 +131,8 @@ public final class AdvertisedDevice {
     private var held: [Reading] = []
     private var heldArrival = WallTime(nanosecondsSinceEpoch: 0)
     private var heard: [Bool]
+    /// Parallel to `sensors`: the highest field ordinal seen (see `occurrences`).
+    private var mostOfAKind: [Int]
 
     /// A packet yields at most this many readings (a BTHome packet's kinds in 31 bytes).
     static let maximumReadings = 32
@@ -137,6 +148,7 @@ public final class AdvertisedDevice {
         self.cipher = try settings.key.map { key throws(CipherError) in try AESCCM(key: key) }
         keyCheckValue = settings.key?.checkValue
         self.heard = [Bool](repeating: false, count: sensors.count)
+        self.mostOfAKind = [Int](repeating: 1, count: sensors.count)
         decoded.reserveCapacity(Self.maximumReadings)
         held.reserveCapacity(Self.maximumReadings)
         lastData.reserveCapacity(256)
@@ -343,8 +355,11 @@ public final class AdvertisedDevice {
         }
         sink.take(reading, sensor: index, arrival: arrival)
         counters.published &+= 1
-        if !heard[index] {
+        var most = 1
+        for field in reading where field.name.ordinal > most { most = field.name.ordinal }
+        if !heard[index] || most > mostOfAKind[index] {
             heard[index] = true
+            mostOfAKind[index] = max(most, mostOfAKind[index])
             onSensorsHeard?(sensorsHeard)
         }
     }

@@ -51,17 +51,19 @@ extension HomeAssistantDiscovery {
     }
 
     /// The `event` entity of a BTHome button, dimmer or command.
-    func eventEntity(for device: Device, sensor: Sensor, events: BTHome.Events) -> Entity {
-        let field = events.field.description
+    /// `ordinal`: which of the packet's objects of this kind (a remote's second button, …).
+    func eventEntity(for device: Device, sensor: Sensor, events: BTHome.Events, ordinal: Int = 1) -> Entity {
+        let field = (events.field.numbered(ordinal) ?? events.field).description
         let objectID = EntityNames.objectID(sensor: sensor, field: field)
         // Event names are the decoder's own, [a-z_]: safe inside the JSON string.
         var event = #"{"event_type":"{{ \#(valuePath(field)) }}""#
-        if let steps = events.steps?.description {
+        if let steps = (events.steps.flatMap { $0.numbered(ordinal) } ?? events.steps)?.description {
             event += #"{% if \#(fieldPath(steps)) is defined %},"steps":{{ \#(valuePath(steps)) | int }}{% endif %}"#
         }
         event += "}"
         var members: [(String, JSONValue)] = [
-            ("name", .string(HomeAssistantDiscovery.entityName(sensor: sensor, field: field))),
+            ("name", .string(HomeAssistantDiscovery.entityName(sensor: sensor, field: events.field.description)
+                             + (ordinal > 1 ? " \(ordinal)" : ""))),
             ("unique_id", .string("collectord_\(HomeAssistantDiscovery.nodeID(address: device.address))_\(objectID)")),
             ("state_topic", .string(topics.reading(tag: device.tag, sensor: sensor))),
             ("value_template", .string("{% if \(fieldPath(field)) is defined %}\(event){% endif %}")),

@@ -105,6 +105,9 @@ public struct HomeAssistantDiscovery: Sendable {
         /// Which command targets the configuration opens (`commands`): each the device has is a
         /// switch, number or select (HomeAssistantCommands.swift).
         public var commands: CommandPermission = .none
+        /// An advertiser's sensors of which one packet carries several objects, and how many: an
+        /// entity each (`temperature`, `temperature_2`, …).
+        public var occurrences: [Sensor: Int] = [:]
 
         public init(tag: String, address: String, model: Model, firmware: String? = nil, displayName: String? = nil,
                     profile: DeviceProfile? = nil, manufacturer: String? = nil, modelName: String? = nil,
@@ -246,8 +249,16 @@ public struct HomeAssistantDiscovery: Sendable {
     /// signal strength (StatisticsMessage.swift).
     public func entities(for device: Device, sensors: [Sensor], settings: SensorSettings = SensorSettings()) -> [Entity] {
         sensors.flatMap { sensor -> [Entity] in
-            if let profile = device.sensorProfile(sensor) { return entities(for: device, sensor: sensor, fields: profile.fields(settings)) }
-            if device.model == .bthome, let events = BTHome.events(of: sensor) { return [eventEntity(for: device, sensor: sensor, events: events)] }
+            let count = device.occurrences[sensor] ?? 1
+            if let profile = device.sensorProfile(sensor) {
+                let fields = profile.fields(settings)
+                // The second and later objects of a kind, after the first: their own entities.
+                let more = count > 1 ? (2...count).flatMap { k in fields.compactMap { $0.numbered(k) } } : []
+                return entities(for: device, sensor: sensor, fields: fields + more)
+            }
+            if device.model == .bthome, let events = BTHome.events(of: sensor) {
+                return (1...count).map { eventEntity(for: device, sensor: sensor, events: events, ordinal: $0) }
+            }
             return []
         } + commandEntities(for: device, sensors: sensors) + [linkQualityEntity(for: device)]
     }
@@ -259,6 +270,11 @@ public struct HomeAssistantDiscovery: Sendable {
         for field in fields {
             let name = field.name.description
             let object = EntityNames.objectID(sensor: sensor, field: name)
+            let ordinal = field.name.ordinal
+            // "Temperature 2": the first's name, numbered.
+            let displayName = ordinal > 1
+                ? HomeAssistantDiscovery.entityName(sensor: sensor, field: field.name.numbered(1)?.description ?? name) + " \(ordinal)"
+                : HomeAssistantDiscovery.entityName(sensor: sensor, field: name)
             if field.isBits && sensor == .keys {
                 for (bit, label) in HomeAssistantDiscovery.keyBits(device.model) {
                     result.append(binarySensor(device, objectID: EntityNames.objectID(sensor: sensor, field: name, bit: bit), name: label,
@@ -267,14 +283,14 @@ public struct HomeAssistantDiscovery: Sendable {
                 continue
             }
             if field.isBinary {
-                result.append(binarySensor(device, objectID: object, name: HomeAssistantDiscovery.entityName(sensor: sensor, field: name),
+                result.append(binarySensor(device, objectID: object, name: displayName,
                                            stateTopic: stateTopic,
                                            template: HomeAssistantDiscovery.guarded("'ON' if \(valuePath(name)) else 'OFF'", sensor),
                                            deviceClass: HomeAssistantDiscovery.binaryDeviceClass(sensor)))
                 continue
             }
             var members: [(String, JSONValue)] = [
-                ("name", .string(HomeAssistantDiscovery.entityName(sensor: sensor, field: name))),
+                ("name", .string(displayName)),
                 ("unique_id", .string("collectord_\(node)_\(object)")),
                 ("state_topic", stateTopic),
             ]

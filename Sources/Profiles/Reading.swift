@@ -172,6 +172,21 @@ public struct FieldName: Sendable, Hashable, CustomStringConvertible, Expressibl
         }
     }
 
+    /// Which object of its kind the field is: 1 for the first (and every name without a
+    /// number), 2 for `temperature_2`, …
+    public var ordinal: Int {
+        if case .numbered(_, let n) = storage { return Int(n) }
+        return 1
+    }
+
+    /// The same name as the `ordinal`th of its kind; nil for a declared one (never numbered).
+    public func numbered(_ ordinal: Int) -> FieldName? {
+        switch storage {
+        case .literal(let base), .numbered(let base, _): return FieldName(base, ordinal: ordinal)
+        case .declared: return nil
+        }
+    }
+
     public static func == (a: FieldName, b: FieldName) -> Bool {
         a.withUTF8Buffer { x in b.withUTF8Buffer { y in x.elementsEqual(y) } }
     }
@@ -250,6 +265,18 @@ public struct FieldDeclaration: Sendable {
         self.name = name
         self.unit = .none
         self.isBits = true
+    }
+
+    /// The same field as the `ordinal`th object of its kind in a packet (`temperature_2`); nil
+    /// for a declared field.
+    public func numbered(_ ordinal: Int) -> FieldDeclaration? {
+        guard let numbered = name.numbered(ordinal) else { return nil }
+        var copy = isBits ? FieldDeclaration(bits: numbered) : FieldDeclaration(numbered, unit)
+        copy.decimals = decimals
+        copy.declaredUnit = declaredUnit
+        copy.declaredDeviceClass = declaredDeviceClass
+        copy.isBinary = isBinary
+        return copy
     }
 }
 

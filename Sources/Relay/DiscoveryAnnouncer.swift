@@ -84,7 +84,10 @@ final class DiscoveryAnnouncer {
     }
 
     private func device(_ t: Publication.Tag) -> HomeAssistantDiscovery.Device {
-        HomeAssistantDiscovery.Device(t.config, model: t.model, firmware: t.firmware, manufacturer: t.manufacturer, modelName: t.modelName)
+        var d = HomeAssistantDiscovery.Device(t.config, model: t.model, firmware: t.firmware, manufacturer: t.manufacturer,
+                                              modelName: t.modelName)
+        d.occurrences = t.occurrences
+        return d
     }
 
     // MARK: The form announced

@@ -76,6 +76,8 @@ public final class Publication: MQTTPublisherDelegate {
         /// The sensors the device offered on its last connection, when known: a generic device
         /// is announced with those only, not with every standard sensor it was asked for.
         var offered: [Sensor]?
+        /// An advertiser's sensors of which a packet carries several objects, and how many.
+        var occurrences: [Sensor: Int] = [:]
         /// A generic device's Device Information: who made it, what it is.
         var manufacturer: String?
         var modelName: String?
@@ -234,11 +236,12 @@ public final class Publication: MQTTPublisherDelegate {
 
     /// The tag reported its model and firmware: (re)announce it to Home Assistant if that changed.
     public func identified(_ name: String, model: Model, firmware: String?, sensors: [Sensor]? = nil,
-                           manufacturer: String? = nil, modelName: String? = nil) {
+                           manufacturer: String? = nil, modelName: String? = nil, occurrences: [Sensor: Int] = [:]) {
         guard let t = tags[name] else { return }
         let offered = model.isSensorTag ? nil : sensors
         let changed = !t.identified || t.model != model || t.firmware != firmware || t.offered != offered
-            || t.manufacturer != manufacturer || t.modelName != modelName
+            || t.manufacturer != manufacturer || t.modelName != modelName || t.occurrences != occurrences
+        t.occurrences = occurrences
         t.identified = true
         t.model = model
         t.firmware = firmware

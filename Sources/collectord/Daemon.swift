@@ -103,7 +103,8 @@ final class Daemon: TagSupervisorDelegate {
         }
         fleet.onAdvertiserSensors = { [weak self] name, sensors in
             guard let self, let tag = config.tags.first(where: { $0.name == name }), let model = tag.model else { return }
-            publication.identified(name, model: model, firmware: nil, sensors: sensors)
+            publication.identified(name, model: model, firmware: nil, sensors: sensors,
+                                   occurrences: fleet.advertisers[name]?.occurrences ?? [:])
         }
         fleet.onAdvertiserNotice = { name, message in Log.warning("\(name): \(message)") }
         fleet.replayCounter = { [replayCounters] address, settings in
@@ -314,7 +315,9 @@ final class Daemon: TagSupervisorDelegate {
                 p.setOnline(tag.name, true)
             }
             if let device = fleet.advertisers[tag.name], device.online {
-                if let model = tag.model { p.identified(tag.name, model: model, firmware: nil, sensors: device.sensorsHeard) }
+                if let model = tag.model {
+                    p.identified(tag.name, model: model, firmware: nil, sensors: device.sensorsHeard, occurrences: device.occurrences)
+                }
                 p.setOnline(tag.name, true)
             }
         }

@@ -108,6 +108,23 @@ import SensorTagEmulator
         #expect(sink.taken[1].events == ["press"])
     }
 
+    /// Several objects of one kind in a packet (two thermometers, a remote's buttons): how many
+    /// at most is told with the sensors heard, so that each gets an entity of its own.
+    @Test func moreObjectsOfAKindAreToldWhenFirstSeen() throws {
+        let button = Sensor.advertised.first { $0.rawValue == "button" }!
+        let (_, device, sink) = try make(AdvertisingSettings(format: .builtIn(.bthome), minInterval: .zero), sensors: [.temperature, button])
+        var told: [[Sensor: Int]] = []
+        device.onSensorsHeard = { _ in told.append(device.occurrences) }
+        // Packet 1: one temperature; packet 2: two temperatures, two buttons (the second pressed).
+        hear(device, [0x02, 0x01, 0x06, 0x09, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0x01, 0x02, 0xCA, 0x09])
+        hear(device, [0x02, 0x01, 0x06, 0x10, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0x02, 0x02, 0xCA, 0x09, 0x02, 0xCF, 0x09,
+                      0x3A, 0x00, 0x3A, 0x01])
+        #expect(sink.taken.map(\.name) == ["temperature", "temperature", "button"])
+        #expect(sink.taken[1].fields == ["temperature": 25.06, "temperature_2": 25.11])
+        #expect(told == [[:], [.temperature: 2], [.temperature: 2, button: 2]], "\(told)")
+        #expect(device.occurrences == [.temperature: 2, button: 2])
+    }
+
     /// Encrypted BTHome, as the specification's example: decrypted with the key, and never
     /// published with another key, without one, or with a counter already seen.
     @Test func encryptedPacketsNeedTheKeyAndARisingCounter() throws {

@@ -180,6 +180,28 @@ import Testing
         .safety: "safety", .smoke: "smoke", .sound: "sound", .tamper: "tamper", .vibration: "vibration", .window: "window",
     ]
 
+    /// A packet with several objects of one kind (two thermometers, a four-button remote): an
+    /// entity each, numbered after the first, each reading its own field.
+    @Test func severalObjectsOfAKindAreAnEntityEach() throws {
+        let button = Sensor.advertised.first { $0.rawValue == "button" }!
+        var device = hall
+        device.occurrences = [.temperature: 3, button: 2]
+        let all = entities(discovery, device, sensors: [.temperature, button, .humidity])
+        for (k, name) in [(2, "Temperature 2"), (3, "Temperature 3")] {
+            let e = try #require(all["temperature_temperature_\(k)"], "\(all.keys.sorted())")
+            #expect(text(e).contains("\"name\":\"\(name)\""), "\(text(e))")
+            #expect(text(e).contains("value_json.fields.temperature_\(k).value"), "\(text(e))")
+            #expect(text(e).contains("\"device_class\":\"temperature\""))
+        }
+        #expect(all["temperature_temperature"] != nil && all["temperature_temperature_4"] == nil)
+        #expect(all["humidity_humidity_2"] == nil, "only the sensors heard with several")
+        let second = try #require(all["button_button_2"], "\(all.keys.sorted())")
+        #expect(second.component == "event")
+        #expect(text(second).contains("button_2"))
+        #expect(text(second).contains("\"name\":\"Button 2\""), "\(text(second))")
+        #expect(all["button_button"]?.component == "event")
+    }
+
     @Test func bthomeBinaryObjectsAreBinarySensors() throws {
         let e = entities(discovery, hall)
         let node = "collectord_sensortag_a4c138123456"
