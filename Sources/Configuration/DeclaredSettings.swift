@@ -10,9 +10,10 @@ import Profiles
 import SharedTypes
 
 extension Schema {
-    static let setting = ["name", "service", "uuid", "kind", "type", "byte_order", "scale", "offset", "min", "max", "step",
-                          "unit", "on", "off", "options", "values", "max_length"]
-    static let settingKinds = ["number", "switch", "select", "text"]
+    static let setting = ["name", "service", "uuid", "kind", "shape", "type", "count", "type2", "count2", "byte_order", "scale",
+                          "offset", "min", "max", "step", "unit", "on", "off", "options", "values", "max_length", "fields"]
+    static let settingKinds = ["number", "switch", "select", "text", "numbers"]
+    static let settingField = ["name", "scale", "offset", "min", "max", "step", "unit"]
     static let settingTextMax = 60
 }
 
@@ -79,9 +80,9 @@ extension Validator {
             report(line, scope.context, "\(scope.prefix)kind must be one of \(Schema.settingKinds.joined(separator: ", ")) (got \(quoted(k)))")
             return nil
         }
-        let isText = kind == "text"
-        let type = choice(c, "type", scope, Schema.scalarTypes)
-        if !isText && type == nil && c["type"] == nil {
+        let isText = kind == "text", isNumbers = kind == "numbers"
+        let type = isNumbers ? nil : choice(c, "type", scope, Schema.scalarTypes)
+        if !isText && !isNumbers && type == nil && c["type"] == nil {
             report(c.line, scope.tableContext, "missing required key \"type\" (one of \(ScalarType.allCases.map(\.rawValue).joined(separator: ", ")))")
         }
         let order = choice(c, "byte_order", scope, Schema.byteOrders) ?? .little
@@ -90,9 +91,10 @@ extension Validator {
         let offset = finiteNumber(c, "offset", scope, default: 0)
         // Keys of the other kinds are reported, not ignored.
         let keys: [String: [String]] = ["number": ["min", "max", "step", "unit", "scale", "offset"], "switch": ["on", "off"],
-                                        "select": ["options", "values"], "text": ["max_length"]]
+                                        "select": ["options", "values"], "text": ["max_length"],
+                                        "numbers": ["shape", "count", "type2", "count2", "fields"]]
         let scalar = ["type", "byte_order"]
-        for key in keys.values.flatMap({ $0 }) + scalar where c[key] != nil {
+        for key in Set(keys.values.flatMap({ $0 }) + scalar) where c[key] != nil {
             let applies = (keys[kind] ?? []).contains(key) || (scalar.contains(key) && !isText)
             if !applies { report(c[key]!.line, scope.context, "\(scope.prefix)\(key) does not apply to a \(kind) setting") }
         }
@@ -159,13 +161,91 @@ extension Validator {
                 report(v.line, scope.context, "\(scope.prefix)\(options.count) options do not fit a \(type.rawValue)")
             }
             settingKind = .choice(names: options, values: values)
+        case "numbers":
+            settingKind = numbersSetting(c, scope)
         default:
             let maxLength = integer(c, "max_length", scope, in: 1...Schema.settingTextMax, default: 20)
             settingKind = .text(maxLength: maxLength)
         }
         guard errors.count == errorsBefore, let name, let service, let uuid, let settingKind else { return nil }
+        if case .numbers(let shape, _) = settingKind {
+            return DeclaredSetting(name: name, service: service, uuid: uuid, type: shape.first, byteOrder: shape.byteOrder, kind: settingKind)
+        }
         return DeclaredSetting(name: name, service: service, uuid: uuid, type: type ?? .uint8, byteOrder: order,
                                scale: scale, offset: offset, kind: settingKind)
+    }
+}
+
+extension Validator {
+    /// A `numbers` setting: a raw array or pair `shape` (as a characteristic's), and one entry of
+    /// `fields` per value, each a member of the JSON object a command sends: its name, scale,
+    /// offset, bounds and step, checked against its part's type like a number setting's.
+    mutating func numbersSetting(_ c: TOMLTable, _ scope: Scope) -> DeclaredSetting.Kind? {
+        let shape = declaredShape(c, scope)
+        if let shape, shape.kind == .raw, let v = c["shape"] {
+            report(v.line, scope.context, "\(scope.prefix)a numbers setting is a raw_array, raw_pair or raw_array_pair "
+                   + "(one number is kind = \"number\")")
+            return nil
+        }
+        guard let v = value(c, "fields", .array, scope), let items = v.array else {
+            if c["fields"] == nil { report(c.line, scope.tableContext, "missing required key \"fields\" (one per number)") }
+            return nil
+        }
+        guard let shape else { return nil }
+        guard items.count == shape.valueCount else {
+            report(v.line, scope.context, "\(scope.prefix)fields must have \(shape.valueCount) entries, one per number of the shape (got \(items.count))")
+            return nil
+        }
+        var members: [DeclaredSetting.Member] = []
+        var names = Set<String>()
+        for (i, item) in items.enumerated() {
+            guard let f = item.table else {
+                report(item.line, scope.context, "\(scope.prefix)fields must be tables like { name = \"low\", min = 0, max = 10 } (got \(item.typeName))")
+                continue
+            }
+            var s = scope
+            s.prefix += "fields[\(i + 1)]."
+            checkKeys(f, allowed: Schema.settingField, s)
+            guard let (name, line) = string(f, "name", s) else {
+                if f["name"] == nil { report(item.line, s.context, "\(s.prefix)missing required key \"name\"") }
+                continue
+            }
+            guard !name.isEmpty, name.utf8.count <= Schema.fieldNameMax, name.utf8.allSatisfy(isFieldNameByte), names.insert(name).inserted else {
+                report(line, s.context, "\(s.prefix)name must be \(Schema.fieldNameHelp), at most \(Schema.fieldNameMax) bytes, "
+                       + "and differ from the others (got \(quoted(name)))")
+                continue
+            }
+            let scale = finiteNumber(f, "scale", s, default: 1)
+            let offset = finiteNumber(f, "offset", s, default: 0)
+            guard let minimum = f["min"].map({ _ in finiteNumber(f, "min", s, default: 0) }),
+                  let maximum = f["max"].map({ _ in finiteNumber(f, "max", s, default: 0) }) else {
+                report(item.line, s.context, "\(s.prefix)needs min and max")
+                continue
+            }
+            let step = finiteNumber(f, "step", s, default: scale)
+            let unit = string(f, "unit", s)?.value ?? ""
+            let type = shape.type(at: i)
+            let (low, high) = type.bounds
+            let ends = [(minimum - offset) / scale, (maximum - offset) / scale]
+            if scale == 0 || minimum >= maximum || step <= 0 {
+                report(item.line, s.context, "\(s.prefix)needs a scale other than 0, min below max and a step above 0")
+                continue
+            }
+            if type != .float32 && !ends.allSatisfy({ $0 >= low && $0 <= high }) {
+                report(item.line, s.context, "\(s.prefix)\(plain(minimum))…\(plain(maximum)) is \(plain(ends.min()!))…\(plain(ends.max()!)) "
+                       + "in the device's units, more than a \(type.rawValue) holds")
+                continue
+            }
+            let rawStep = step / scale
+            if type != .float32 && (abs(rawStep - rawStep.rounded()) > 1e-9 * max(1, abs(rawStep)) || rawStep.rounded() == 0) {
+                report(item.line, s.context, "\(s.prefix)step \(plain(step)) is not a whole number of the device's units (scale \(plain(scale)))")
+                continue
+            }
+            members.append(DeclaredSetting.Member(name: name, scale: scale, offset: offset, minimum: minimum, maximum: maximum,
+                                                  step: step, unit: unit))
+        }
+        guard members.count == shape.valueCount else { return nil }
+        return .numbers(shape: shape, members: members)
     }
 }
 

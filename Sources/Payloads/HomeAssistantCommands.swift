@@ -1,6 +1,7 @@
 // The command targets a tag's configuration opens, as Home Assistant entities: the CC2650's LEDs
 // and buzzer and each sensor's on/off as `switch`es, a period as a `number` (its bounds and 10 ms
-// step), the accelerometer range as a `select`. Each sends the plain value to the target's `set`
+// step), the accelerometer range as a `select`; a declared setting by its kind (a record of
+// several numbers has none: it is set over MQTT). Each sends the plain value to the target's `set`
 // topic and shows the state read back from the device on its `state` topic (never optimistic:
 // the switch moves when the device says so). Availability follows the tag, like its sensors. The
 // settings are `entity_category: config`; the LEDs and the buzzer are the device's own controls.
@@ -44,6 +45,10 @@ extension HomeAssistantDiscovery {
             case .text(let maxLength):
                 component = "text"
                 members += [("max", .integer(Int64(maxLength))), ("optimistic", .bool(false))]
+            case .record:
+                // Several numbers written together have no entity of their own in Home
+                // Assistant: set over MQTT with their JSON object.
+                return nil
             }
             if case .output = target {} else { members.append(("entity_category", "config")) }
             return Entity(component: component, objectID: target.name, members: members)

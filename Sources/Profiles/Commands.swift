@@ -134,18 +134,28 @@ public enum CommandKind: Sendable, Hashable {
     case real(minimum: Double, maximum: Double, step: Double, unit: String)
     /// Text of at most `maxLength` bytes of UTF-8, without control characters.
     case text(maxLength: Int)
+    /// Several numbers at once (a declared setting of a raw array or pair shape): a JSON object
+    /// with every member (`{"low":18.5,"high":24}`), or an array in the members' order.
+    case record([CommandMember])
 
     /// The longest payload looked at: every valid value is far shorter.
     public static let maximumPayload = 64
+    /// A record's: a JSON object of up to `Reading.maxFields` members.
+    public static let maximumRecordPayload = 512
 
     /// Parses and checks a command's payload: the value as plain text (`ON`, `500`, `8g`) or as
     /// JSON (`true`, `500`, `"8g"`), surrounded by whitespace at most.
     public func parse(_ payload: [UInt8]) throws(CommandValueError) -> CommandValue {
-        guard payload.count <= Self.maximumPayload else { throw .tooLong(payload.count) }
+        if case .record = self {
+            guard payload.count <= Self.maximumRecordPayload else { throw .tooLong(payload.count) }
+        } else {
+            guard payload.count <= Self.maximumPayload else { throw .tooLong(payload.count) }
+        }
         var bytes = payload[...]
         while let f = bytes.first, f == 0x20 || f == 0x09 || f == 0x0A || f == 0x0D { bytes.removeFirst() }
         while let l = bytes.last, l == 0x20 || l == 0x09 || l == 0x0A || l == 0x0D { bytes.removeLast() }
         if case .text(let maxLength) = self { return try Self.text(bytes, maxLength: maxLength) }
+        if case .record(let members) = self { return try Self.record(bytes, members) }
         guard !bytes.isEmpty else { throw .empty }
         guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { throw .notText }
         var text = String(decoding: bytes, as: UTF8.self)
@@ -179,9 +189,55 @@ public enum CommandKind: Sendable, Hashable {
                 guard abs(steps - steps.rounded()) <= 1e-6 * max(1, abs(steps)) else { throw .notMultipleReal(number, of: step) }
             }
             return .real(number)
-        case .text:
-            preconditionFailure("text is parsed above")
+        case .text, .record:
+            preconditionFailure("parsed above")
         }
+    }
+
+    /// `{"a":1,"b":2.5}` with every member once and nothing else, or `[1,2.5]` in the members'
+    /// order; each number checked as its member says.
+    private static func record(_ bytes: ArraySlice<UInt8>, _ members: [CommandMember]) throws(CommandValueError) -> CommandValue {
+        guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { throw .notText }
+        let text = String(decoding: bytes, as: UTF8.self)
+        let expectation = CommandKind.record(members).expectation
+        var values = [Double?](repeating: nil, count: members.count)
+        let inner: Substring
+        let isObject: Bool
+        if text.hasPrefix("{"), text.hasSuffix("}") {
+            (inner, isObject) = (text.dropFirst().dropLast(), true)
+        } else if text.hasPrefix("["), text.hasSuffix("]") {
+            (inner, isObject) = (text.dropFirst().dropLast(), false)
+        } else {
+            throw .expected(expectation, got: text)
+        }
+        let items = inner.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces }
+        guard items.count == members.count else { throw .expected(expectation, got: text) }
+        for (position, item) in items.enumerated() {
+            var index = position
+            var number = item
+            if isObject {
+                let parts = item.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2 else { throw .expected(expectation, got: text) }
+                let key = parts[0].trimmingSpaces
+                guard key.count >= 2, key.hasPrefix("\""), key.hasSuffix("\""),
+                      let i = members.firstIndex(where: { $0.name == key.dropFirst().dropLast() }), values[i] == nil else {
+                    throw .expected(expectation, got: text)
+                }
+                index = i
+                number = parts[1].trimmingSpaces
+            }
+            let member = members[index]
+            let x = try finiteNumber(String(number), expectation)
+            guard x >= member.minimum && x <= member.maximum else {
+                throw .outOfRangeReal(x, minimum: member.minimum, maximum: member.maximum)
+            }
+            if member.step > 0 {
+                let steps = (x - member.minimum) / member.step
+                guard abs(steps - steps.rounded()) <= 1e-6 * max(1, abs(steps)) else { throw .notMultipleReal(x, of: member.step) }
+            }
+            values[index] = x
+        }
+        return .record(names: members.map(\.name), values: values.map { $0! })
     }
 
     /// Text as sent: UTF-8, no control characters, at most `maxLength` bytes; a JSON string
@@ -231,7 +287,36 @@ public enum CommandKind: Sendable, Hashable {
         case .real(let minimum, let maximum, let step, let unit):
             return "a number \(minimum)…\(maximum)\(step > 0 ? " in steps of \(step)" : "")\(unit.isEmpty ? "" : " (\(unit))")"
         case .text(let maxLength): return "text of at most \(maxLength) bytes"
+        case .record(let members):
+            return "a JSON object of " + members.map { "\"\($0.name)\": \(CommandKind.real(minimum: $0.minimum, maximum: $0.maximum, step: $0.step, unit: $0.unit).expectation)" }
+                .joined(separator: ", ")
         }
+    }
+}
+
+/// One number of a record: its name (a key of the JSON object) and what it takes.
+public struct CommandMember: Sendable, Hashable {
+    public let name: String
+    public let minimum: Double
+    public let maximum: Double
+    public let step: Double
+    public let unit: String
+
+    public init(name: String, minimum: Double, maximum: Double, step: Double, unit: String = "") {
+        self.name = name
+        self.minimum = minimum
+        self.maximum = maximum
+        self.step = step
+        self.unit = unit
+    }
+}
+
+extension Substring {
+    var trimmingSpaces: Substring {
+        var s = self
+        while s.first == " " { s.removeFirst() }
+        while s.last == " " { s.removeLast() }
+        return s
     }
 }
 
@@ -242,6 +327,8 @@ public enum CommandValue: Sendable, Hashable, CustomStringConvertible {
     case choice(String)
     case real(Double)
     case text(String)
+    /// A record's members, by name, in order.
+    case record(names: [String], values: [Double])
 
     /// As published on the target's state topic (and as Home Assistant is told to expect it).
     public var description: String {
@@ -249,10 +336,15 @@ public enum CommandValue: Sendable, Hashable, CustomStringConvertible {
         case .toggle(let on): return on ? "ON" : "OFF"
         case .number(let n): return String(n)
         case .choice(let name): return name
-        case .real(let x): return x == x.rounded() && abs(x) < 1e15 ? String(Int64(x)) : String(x)
+        case .real(let x): return CommandValue.plain(x)
         case .text(let t): return t
+        case .record(let names, let values):
+            return "{" + zip(names, values).map { "\"\($0)\":\(CommandValue.plain($1))" }.joined(separator: ",") + "}"
         }
     }
+
+    /// A number as JSON writes it: 24, not 24.0.
+    static func plain(_ x: Double) -> String { x == x.rounded() && abs(x) < 1e15 ? String(Int64(x)) : String(x) }
 }
 
 /// A target and a value: what a command sets, or a target's state as the device has it, read

@@ -16,6 +16,42 @@ public struct DeclaredSetting: Sendable, Hashable {
         case choice(names: [String], values: [Double])
         /// UTF-8 text of at most this many bytes.
         case text(maxLength: Int)
+        /// Several numbers in one value (a raw array or pair), each with its own scale, offset
+        /// and bounds, as a record: `shape`'s values in order.
+        case numbers(shape: DeclaredShape, members: [Member])
+    }
+
+    /// One number of a `numbers` setting.
+    public struct Member: Sendable, Hashable {
+        public let name: String
+        public let scale: Double
+        public let offset: Double
+        public let minimum: Double
+        public let maximum: Double
+        public let step: Double
+        public let unit: String
+
+        public init(name: String, scale: Double = 1, offset: Double = 0, minimum: Double, maximum: Double, step: Double? = nil,
+                    unit: String = "") {
+            self.name = name
+            self.scale = scale
+            self.offset = offset
+            self.minimum = minimum
+            self.maximum = maximum
+            self.step = step ?? scale
+            self.unit = unit
+        }
+    }
+
+    /// How many bytes its value takes on the wire (a text's: at most).
+    public var byteLength: Int {
+        switch kind {
+        case .text(let maxLength): return maxLength
+        case .numbers(let shape, _):
+            if case .exactly(let n) = shape.byteLength { return n }
+            return 0
+        default: return type.size
+        }
     }
 
     /// The target's name: a topic level, and its Home Assistant entity's object id.
@@ -48,6 +84,8 @@ public struct DeclaredSetting: Sendable, Hashable {
         case .toggle: return .toggle
         case .choice(let names, _): return .choice(names)
         case .text(let maxLength): return .text(maxLength: maxLength)
+        case .numbers(_, let members):
+            return .record(members.map { CommandMember(name: $0.name, minimum: $0.minimum, maximum: $0.maximum, step: $0.step, unit: $0.unit) })
         }
     }
 
@@ -61,6 +99,13 @@ public struct DeclaredSetting: Sendable, Hashable {
             guard let i = names.firstIndex(of: name) else { throw .expected(commandKind.expectation, got: name) }
             return try raw(values[i])
         case (.text, .text(let t)): return Array(t.utf8)
+        case (.numbers(let shape, let members), .record(let names, let values)):
+            guard names == members.map(\.name) else { throw .expected(commandKind.expectation, got: value.description) }
+            var raws: [Double] = []
+            for (i, member) in members.enumerated() {
+                raws.append(try checkedRaw((values[i] - member.offset) / member.scale, shape.type(at: i)))
+            }
+            return shape.encode(raws)
         default: throw .expected(commandKind.expectation, got: value.description)
         }
         return try raw((physical - offset) / scale)
@@ -70,6 +115,20 @@ public struct DeclaredSetting: Sendable, Hashable {
     public func decode(_ bytes: [UInt8]) -> CommandValue? {
         if case .text = kind {
             return String(validating: bytes, as: UTF8.self).map { .text($0) }
+        }
+        if case .numbers(let shape, let members) = kind {
+            var values = DeclaredValues()
+            let decoded = bytes.withUnsafeBytes { raw -> Bool in
+                do {
+                    try shape.decode(RawSpan(_unsafeBytes: raw), into: &values)
+                    return true
+                } catch {
+                    return false
+                }
+            }
+            guard decoded, values.count == members.count else { return nil }
+            return .record(names: members.map(\.name),
+                           values: members.indices.map { i in ((values[i] * members[i].scale + members[i].offset) * 1e9).rounded() / 1e9 })
         }
         guard bytes.count == type.size else { return nil }
         let raw = bytes.withUnsafeBytes { DeclaredShape.load(type, byteOrder, from: RawSpan(_unsafeBytes: $0), at: 0) }
@@ -82,7 +141,7 @@ public struct DeclaredSetting: Sendable, Hashable {
             return raw == on ? .toggle(true) : raw == off ? .toggle(false) : nil
         case .choice(let names, let values):
             return values.firstIndex(of: raw).map { .choice(names[$0]) }
-        case .text:
+        case .text, .numbers:
             return nil
         }
     }
@@ -90,7 +149,14 @@ public struct DeclaredSetting: Sendable, Hashable {
     /// The wire form of one raw scalar, which must be a whole number within the type (or any
     /// finite float32).
     func raw(_ value: Double) throws(CommandValueError) -> [UInt8] {
-        // Within a billionth of a whole number is that number: 21.5 / 0.1 is 214.99999999999997.
+        let checked = try checkedRaw(value, type)
+        let shape = try! DeclaredShape(.raw, type, byteOrder: byteOrder)
+        return shape.encode([checked])
+    }
+
+    /// `value` as a raw `type` value: a whole number within the type (within a billionth:
+    /// 21.5 / 0.1 is 214.99999999999997), or any finite float32.
+    func checkedRaw(_ value: Double, _ type: ScalarType) throws(CommandValueError) -> Double {
         let whole = value.rounded()
         if type != .float32 {
             guard value.isFinite, abs(value - whole) <= 1e-9 * max(1, abs(value)) else {
@@ -105,8 +171,7 @@ public struct DeclaredSetting: Sendable, Hashable {
                 throw .notRepresentable("\(value) does not fit a float32")
             }
         }
-        let shape = try! DeclaredShape(.raw, type, byteOrder: byteOrder)
-        return shape.encode([type == .float32 ? value : whole])
+        return type == .float32 ? value : whole
     }
 }
 

@@ -204,7 +204,7 @@ public struct AttributeTable: Sendable {
             for setting in settings where setting.service == service.uuid
                 && !service.characteristics.contains(where: { $0.uuid == setting.uuid }) {
                 let initial: [UInt8]
-                if case .text = setting.kind { initial = [] } else { initial = Array(repeating: 0, count: setting.type.size) }
+                if case .text = setting.kind { initial = [] } else { initial = Array(repeating: 0, count: setting.byteLength) }
                 b.characteristic(setting.uuid, name: setting.name, properties: [.read, .write], value: initial)
             }
         }

@@ -242,6 +242,10 @@ extension UInt16 {
                         kind: .toggle(on: 1, off: 0)),
         DeclaredSetting(name: "label", service: service, uuid: GATTUUID("6E400013-B5A3-F393-E0A9-E50E24DCCA9E")!,
                         kind: .text(maxLength: 12)),
+        DeclaredSetting(name: "band", service: service, uuid: GATTUUID("6E400014-B5A3-F393-E0A9-E50E24DCCA9E")!,
+                        type: .int16, kind: .numbers(shape: try! DeclaredShape(.rawArray, .int16, count: 2, byteOrder: .big), members: [
+                            .init(name: "low", scale: 0.1, minimum: -40, maximum: 85, step: 0.5),
+                            .init(name: "high", scale: 0.1, minimum: -40, maximum: 85, step: 0.5)])),
     ])
 
     func run(_ fleet: Fleet, _ s: TagSupervisor, _ target: String, _ payload: String) -> Result<[TargetState], CommandFailure>? {
@@ -271,6 +275,9 @@ extension UInt16 {
         #expect(run(fleet, s, "child_lock", "ON") == .success([TargetState(.declared("child_lock"), .toggle(true))]))
         #expect(run(fleet, s, "label", "Küche") == .success([TargetState(.declared("label"), .text("Küche"))]))
         #expect(e.writeLog.last?.bytes == Array("Küche".utf8))
+        #expect(run(fleet, s, "band", #"{"high":24,"low":18.5}"#)
+                == .success([TargetState(.declared("band"), .record(names: ["low", "high"], values: [18.5, 24]))]))
+        #expect(e.writeLog.last?.bytes == [0x00, 0xB9, 0x00, 0xF0], "big-endian tenths, in the shape's order")
         let before = e.writeLog.count
         for (target, payload) in [("setpoint", "30.5"), ("setpoint", "21.3"), ("mode", "turbo"), ("label", "a label too long")] {
             guard case .failure(.invalid) = run(fleet, s, target, payload) else { Issue.record("\(target) = \(payload) taken"); continue }

@@ -141,6 +141,26 @@ import TestHarness
         #expect(writes(daemon, Self.temperaturePeriod).isEmpty)
     }
 
+    /// A QoS 1 command delivered twice (the broker resends what it did not see acknowledged):
+    /// both are answered, and the second sets what the first set, so the device's state is the
+    /// same and nothing else changes.
+    @Test func aCommandDeliveredTwiceDoesNoHarm() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "collectord/#", mqtt5: true)
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: Self.tags))
+        try daemon.start()
+        #expect(sub.waitFor(seconds: 60) { $0.lines.contains { $0.topic == "collectord/tags/kitchen/led1/state" } })
+        for _ in 0..<2 { try publish(broker.port, "collectord/tags/kitchen/buzzer/set", "ON", correlation: "same") }
+        #expect(sub.waitFor(seconds: 30) { results($0, "kitchen", "buzzer").count == 2 })
+        let (_, status) = daemon.stop()
+        sub.stop()
+        #expect(status == 0)
+        #expect(results(sub, "kitchen", "buzzer").allSatisfy { ($0["state"] as? [String: String])?["buzzer"] == "ON" })
+        #expect(sub.messages(on: "collectord/tags/kitchen/buzzer/result").allSatisfy { $0.correlationData == "same" })
+        #expect(writes(daemon, Self.ioData) == ["04", "04"], "the same value twice, the other outputs untouched")
+        #expect(sub.lines.filter { $0.topic == "collectord/tags/kitchen/buzzer/state" }.map(\.payload).last == "ON")
+    }
+
     /// The mosquitto ACL collectord.conf(5) documents, as printed there: only Home Assistant's user
     /// may send commands; a user who may only read cannot, and nothing of theirs is written.
     @Test func theDocumentedACLLetsOnlyTheChosenClientCommand() throws {

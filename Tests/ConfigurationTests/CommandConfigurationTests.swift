@@ -106,19 +106,33 @@ import SharedTypes
             kind = "text"
             max_length = 16
 
+            [[profile.setting]]
+            name = "band"
+            service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
+            uuid = "6E400013-B5A3-F393-E0A9-E50E24DCCA9E"
+            kind = "numbers"
+            shape = "raw_pair"
+            type = "int16"
+            type2 = "uint8"
+            fields = [{ name = "low", scale = 0.1, min = -40, max = 85, step = 0.5, unit = "°C" },
+                      { name = "hours", min = 0, max = 24 }]
+
             [[tag]]
             name = "hall"
             address = "C0:FF:EE:00:00:01"
             profile = "thermostat"
-            commands = ["setpoint", "mode"]
+            commands = ["setpoint", "mode", "band"]
             """))
         let settings = try #require(c.profiles["thermostat"]?.settings)
-        #expect(settings.map(\.name) == ["setpoint", "mode", "label"])
+        #expect(settings.map(\.name) == ["setpoint", "mode", "label", "band"])
+        guard case .numbers(let shape, let members)? = settings.last?.kind else { Issue.record("band is not numbers"); return }
+        #expect(shape.kind == .rawPair && shape.first == .int16 && shape.second == .uint8)
+        #expect(members.map(\.name) == ["low", "hours"] && members[0].step == 0.5 && members[1].step == 1)
         #expect(settings[0].kind == .number(minimum: 5, maximum: 30, step: 0.5, unit: "°C"))
         #expect(settings[0].type == .int16 && settings[0].byteOrder == .big && settings[0].scale == 0.1)
         #expect(settings[1].kind == .choice(names: ["eco", "comfort"], values: [0, 5]))
         #expect(settings[2].kind == .text(maxLength: 16))
-        #expect(c.tags[0].commands == .only(["setpoint", "mode"]))
+        #expect(c.tags[0].commands == .only(["setpoint", "mode", "band"]))
         let lines = errorLines("""
             [[profile]]
             name = "plain"

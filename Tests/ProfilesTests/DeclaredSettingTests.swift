@@ -64,4 +64,27 @@ import Testing
         #expect(CommandTarget.declared("x").kind(model: .cc2650, profile: profile) == nil)
         #expect(CommandTarget.all(model: .gatt, sensors: [], profile: profile) == [.declared("x")])
     }
+
+    /// A raw pair of two scaled numbers, set together as a record: a JSON object with both
+    /// members (in any order) or an array in their order.
+    @Test func severalNumbersAreARecord() throws {
+        let shape = try DeclaredShape(.rawPair, .int16, second: .int16)
+        let s = setting(.int16, .numbers(shape: shape, members: [
+            .init(name: "low", scale: 0.1, minimum: -40, maximum: 85, step: 0.5, unit: "°C"),
+            .init(name: "high", scale: 0.1, minimum: -40, maximum: 85, step: 0.5, unit: "°C"),
+        ]))
+        let kind = s.commandKind
+        let value = CommandValue.record(names: ["low", "high"], values: [18.5, 24])
+        for text in [#"{"low":18.5,"high":24}"#, #"{ "high" : 24, "low" : 18.5 }"#, "[18.5, 24]", #" {"low":18.5,"high":24.0} "#] {
+            #expect((try? kind.parse(Array(text.utf8))) == value, "\(text)")
+        }
+        #expect(try s.encode(value) == [0xB9, 0x00, 0xF0, 0x00])
+        #expect(s.decode([0xB9, 0x00, 0xF0, 0x00]) == value)
+        #expect(value.description == #"{"low":18.5,"high":24}"#)
+        for hostile in [#"{"low":18.5}"#, #"{"low":18.5,"high":24,"mid":1}"#, #"{"low":18.5,"low":24}"#, #"{"low":18.5,"high":90}"#,
+                        #"{"low":18.25,"high":24}"#, #"{"low":NaN,"high":24}"#, #"{"low":{"x":1},"high":24}"#, "[18.5]",
+                        "[18.5,24,1]", #"{low:18.5,high:24}"#, "18.5", #""{}""#, "{}", "[]", #"{"low":"18.5","high":24}"#] {
+            #expect((try? kind.parse(Array(hostile.utf8))) == nil, "\(hostile) taken")
+        }
+    }
 }
