@@ -1,6 +1,6 @@
 #!/bin/bash
 # Commands from MQTT reach an emulated CC2650 and a generic device's declared setting over real LE links as the expected ATT writes, the state read back is published and each is answered; timed from the /set to the write and to the /result.
-# vm-timeout: 200
+# vm-timeout: 240
 # Issue #26: a CC2650 emulator on hci1 and a generic device with a declared setting on hci2
 # (each its own process and controller) log every write they take with the time; the daemon on
 # hci0 takes commands from mosquitto_pub. Each command must reach the peripheral as the expected
