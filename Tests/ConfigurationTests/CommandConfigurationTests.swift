@@ -65,30 +65,10 @@ import SharedTypes
         #expect(lines.count == 1 && lines[0].contains("commands need topic_layout = \"v2\""), "\(lines)")
     }
 
+    /// The VM rig's thermostat (its setpoint), with a setting of each other kind added.
     @Test func aDeclaredProfilesSettingsAreItsTargets() throws {
-        let c = try #require(valid("""
-            [[profile]]
-            name = "thermostat"
-
-            [[profile.characteristic]]
-            sensor = "climate"
-            service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
-            uuid = "6E400003-B5A3-F393-E0A9-E50E24DCCA9E"
-            shape = "raw"
-            type = "int16"
-            fields = [{ name = "temperature", scale = 0.01, unit = "°C" }]
-
-            [[profile.setting]]
-            name = "setpoint"
-            service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
-            uuid = "6E400010-B5A3-F393-E0A9-E50E24DCCA9E"
-            type = "int16"
-            byte_order = "big"
-            scale = 0.1
-            min = 5
-            max = 30
-            step = 0.5
-            unit = "°C"
+        let thermostat = readText(repositoryRoot + "/Tests/vm/fixtures/thermostat-profile.conf")
+        let c = try #require(valid(thermostat + """
 
             [[profile.setting]]
             name = "mode"

@@ -20,37 +20,8 @@ daemon_config "$CONF"
 printf '\n[[tag]]\nname = "a"\naddress = "%s"\nmodel = "cc2650"\ncommands = true\n[tag.sensors.temperature]\nperiod_ms = 1000\n[tag.sensors.humidity]\nperiod_ms = 1000\n' \
   "$HCI1_ADDR" >> "$CONF"
 # A generic device whose profile declares a setting: a setpoint in 0.1 °C, a big-endian int16.
-cat >> "$CONF" <<PROFILE
-
-[[profile]]
-name = "thermostat"
-
-[[profile.characteristic]]
-sensor = "climate"
-service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
-uuid = "6E400003-B5A3-F393-E0A9-E50E24DCCA9E"
-shape = "raw"
-type = "int16"
-fields = [{ name = "temperature", scale = 0.01, unit = "°C" }]
-
-[[profile.setting]]
-name = "setpoint"
-service = "6E400001-B5A3-F393-E0A9-E50E24DCCA9E"
-uuid = "6E400010-B5A3-F393-E0A9-E50E24DCCA9E"
-type = "int16"
-byte_order = "big"
-scale = 0.1
-min = 5
-max = 30
-step = 0.5
-unit = "°C"
-
-[[tag]]
-name = "b"
-address = "$HCI2_ADDR"
-profile = "thermostat"
-commands = ["setpoint"]
-PROFILE
+{ echo; cat "$REPO/Tests/vm/fixtures/thermostat-profile.conf"; } >> "$CONF"
+printf '\n[[tag]]\nname = "b"\naddress = "%s"\nprofile = "thermostat"\ncommands = ["setpoint"]\n' "$HCI2_ADDR" >> "$CONF"
 SETPOINT="6E400010-B5A3-F393-E0A9-E50E24DCCA9E"
 step 10 check-config "$COLLECTORD" check-config --config "$CONF" || fail "configuration rejected"
 
