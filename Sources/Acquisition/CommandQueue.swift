@@ -49,6 +49,8 @@ final class CommandQueue {
         var readOnly = false
         let completion: CommandCompletion
         var timer: TimerID?
+        /// What its expiry timer finds it by.
+        var serial: UInt64 = 0
     }
     private var waiting: [Waiting] = []
     /// What a ready link runs before the waiting commands: the values commands set earlier, then
@@ -79,11 +81,7 @@ final class CommandQueue {
 
     /// A command for this tag: `payload` is the value as sent.
     func submit(_ target: CommandTarget, payload: [UInt8], _ completion: @escaping CommandCompletion) {
-        counters.received += 1
-        let answer: CommandCompletion = { [weak self] result in
-            if case .failure = result { self?.counters.failed += 1 } else { self?.counters.done += 1 }
-            completion(result)
-        }
+        let answer = counted(completion)
         guard tag.commands.allows(target) else {
             return answer(.failure(.notPermitted))
         }
@@ -112,16 +110,21 @@ final class CommandQueue {
     /// Reads `target`'s state once, in turn with the commands (the daemon's `read`): no
     /// permission needed, since nothing is written, but paced like a command.
     func submitRead(_ target: CommandTarget, _ completion: @escaping CommandCompletion) {
-        counters.received += 1
-        let answer: CommandCompletion = { [weak self] result in
-            if case .failure = result { self?.counters.failed += 1 } else { self?.counters.done += 1 }
-            completion(result)
-        }
+        let answer = counted(completion)
         guard admit() else {
             counters.rateLimited += 1
             return answer(.failure(.rateLimited(perMinute: settings.perMinute)))
         }
         enqueue(Waiting(command: DeviceCommand(target, .toggle(false)), readOnly: true, completion: answer, timer: nil))
+    }
+
+    /// Counts a command received, and how it ends when it is answered.
+    private func counted(_ completion: @escaping CommandCompletion) -> CommandCompletion {
+        counters.received += 1
+        return { [weak self] result in
+            if case .failure = result { self?.counters.failed += 1 } else { self?.counters.done += 1 }
+            completion(result)
+        }
     }
 
     private func enqueue(_ entry: Waiting) {
@@ -132,15 +135,13 @@ final class CommandQueue {
         let limit = connected ? max(settings.ttl, settings.busyLimit) : settings.ttl
         let serial = nextSerial
         nextSerial &+= 1
+        entry.serial = serial
         entry.timer = loop.schedule(after: limit) { [weak self] in self?.expire(serial) }
-        serials.append(serial)
         waiting.append(entry)
         runNext()
     }
 
     private var nextSerial: UInt64 = 0
-    /// Parallel to `waiting`: each entry's serial, for its expiry timer.
-    private var serials: [UInt64] = []
 
     /// The link is set up: write the commanded values again, read the states, then run what waits.
     func linkReady(_ s: DeviceSession) {
@@ -160,7 +161,6 @@ final class CommandQueue {
         guard settings.ttl == .zero else { return }
         let answered = waiting
         waiting.removeAll()
-        serials.removeAll()
         for w in answered {
             loop.cancel(w.timer)
             w.completion(.failure(.notConnected))
@@ -171,7 +171,6 @@ final class CommandQueue {
     func cancelAll() {
         let answered = waiting
         waiting.removeAll()
-        serials.removeAll()
         jobs.removeAll()
         for w in answered {
             loop.cancel(w.timer)
@@ -207,7 +206,6 @@ final class CommandQueue {
         }
         guard !waiting.isEmpty else { return }
         let entry = waiting.removeFirst()
-        serials.removeFirst()
         loop.cancel(entry.timer)
         busy = true
         let run: (@escaping CommandCompletion) -> Void = entry.readOnly
@@ -236,8 +234,7 @@ final class CommandQueue {
     }
 
     private func expire(_ serial: UInt64) {
-        guard let i = serials.firstIndex(of: serial) else { return }
-        serials.remove(at: i)
+        guard let i = waiting.firstIndex(where: { $0.serial == serial }) else { return }
         let entry = waiting.remove(at: i)
         entry.completion(.failure(.notConnected))
     }

@@ -114,17 +114,13 @@ extension Validator {
             if unit.utf8.count > Schema.unitMax { report(c["unit"]!.line, scope.context, "\(scope.prefix)unit must be at most \(Schema.unitMax) bytes") }
             if let minimum, let maximum, scale != 0 {
                 if minimum >= maximum {
-                    report(c["max"]!.line, scope.context, "\(scope.prefix)max must be more than min (\(plain(minimum)))")
-                } else if let type, type != .float32 {
-                    let ends = [(minimum - offset) / scale, (maximum - offset) / scale]
-                    if !ends.allSatisfy(fits) {
-                        report(c["max"]!.line, scope.context, "\(scope.prefix)\(plain(minimum))…\(plain(maximum)) is "
-                               + "\(plain(ends.min()!))…\(plain(ends.max()!)) in the device's units, more than a \(type.rawValue) holds")
+                    report(c["max"]!.line, scope.context, "\(scope.prefix)max must be more than min (\(CommandValue.plain(minimum)))")
+                } else if let type {
+                    if let problem = rangeProblem(minimum: minimum, maximum: maximum, scale: scale, offset: offset, type: type) {
+                        report(c["max"]!.line, scope.context, "\(scope.prefix)\(problem)")
                     }
-                    let rawStep = step / scale
-                    if abs(rawStep - rawStep.rounded()) > 1e-9 * max(1, abs(rawStep)) || rawStep.rounded() == 0 {
-                        report((c["step"] ?? c["scale"] ?? c["max"]!).line, scope.context,
-                               "\(scope.prefix)step \(plain(step)) is not a whole number of the device's units (scale \(plain(scale)))")
+                    if let problem = stepProblem(step: step, scale: scale, type: type) {
+                        report((c["step"] ?? c["scale"] ?? c["max"]!).line, scope.context, "\(scope.prefix)\(problem)")
                     }
                 }
                 settingKind = .number(minimum: minimum, maximum: maximum, step: step, unit: unit)
@@ -224,21 +220,14 @@ extension Validator {
             }
             let step = finiteNumber(f, "step", s, default: scale)
             let unit = string(f, "unit", s)?.value ?? ""
-            let type = shape.type(at: i)
-            let (low, high) = type.bounds
-            let ends = [(minimum - offset) / scale, (maximum - offset) / scale]
             if scale == 0 || minimum >= maximum || step <= 0 {
                 report(item.line, s.context, "\(s.prefix)needs a scale other than 0, min below max and a step above 0")
                 continue
             }
-            if type != .float32 && !ends.allSatisfy({ $0 >= low && $0 <= high }) {
-                report(item.line, s.context, "\(s.prefix)\(plain(minimum))…\(plain(maximum)) is \(plain(ends.min()!))…\(plain(ends.max()!)) "
-                       + "in the device's units, more than a \(type.rawValue) holds")
-                continue
-            }
-            let rawStep = step / scale
-            if type != .float32 && (abs(rawStep - rawStep.rounded()) > 1e-9 * max(1, abs(rawStep)) || rawStep.rounded() == 0) {
-                report(item.line, s.context, "\(s.prefix)step \(plain(step)) is not a whole number of the device's units (scale \(plain(scale)))")
+            let type = shape.type(at: i)
+            if let problem = rangeProblem(minimum: minimum, maximum: maximum, scale: scale, offset: offset, type: type)
+                ?? stepProblem(step: step, scale: scale, type: type) {
+                report(item.line, s.context, "\(s.prefix)\(problem)")
                 continue
             }
             members.append(DeclaredSetting.Member(name: name, scale: scale, offset: offset, minimum: minimum, maximum: maximum,
@@ -249,7 +238,24 @@ extension Validator {
     }
 }
 
-/// A number as the file would write it: 300, not 300.0.
-private func plain(_ x: Double) -> String {
-    x == x.rounded() && abs(x) < 1e15 ? String(Int64(x)) : String(x)
+// A number setting's bounds and step, checked once for both kinds that have them, so that no
+// value a command may send is rounded or clamped when written.
+
+/// Why `minimum…maximum` with `scale` and `offset` goes past what a raw `type` holds, or nil.
+private func rangeProblem(minimum: Double, maximum: Double, scale: Double, offset: Double, type: ScalarType) -> String? {
+    guard type != .float32 else { return nil }
+    let plain = CommandValue.plain
+    let ends = [(minimum - offset) / scale, (maximum - offset) / scale]
+    let (low, high) = type.bounds
+    guard !ends.allSatisfy({ $0 >= low && $0 <= high }) else { return nil }
+    return "\(plain(minimum))…\(plain(maximum)) is \(plain(ends.min()!))…\(plain(ends.max()!)) in the device's units, "
+        + "more than a \(type.rawValue) holds"
+}
+
+/// Why `step` is not a whole number of raw units at `scale`, or nil.
+private func stepProblem(step: Double, scale: Double, type: ScalarType) -> String? {
+    guard type != .float32 else { return nil }
+    let rawStep = step / scale
+    guard abs(rawStep - rawStep.rounded()) > 1e-9 * max(1, abs(rawStep)) || rawStep.rounded() == 0 else { return nil }
+    return "step \(CommandValue.plain(step)) is not a whole number of the device's units (scale \(CommandValue.plain(scale)))"
 }

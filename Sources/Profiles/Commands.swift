@@ -183,11 +183,7 @@ public enum CommandKind: Sendable, Hashable {
             return .choice(name)
         case .real(let minimum, let maximum, let step, _):
             let number = try Self.finiteNumber(text, expectation)
-            guard number >= minimum && number <= maximum else { throw .outOfRangeReal(number, minimum: minimum, maximum: maximum) }
-            if step > 0 {
-                let steps = (number - minimum) / step
-                guard abs(steps - steps.rounded()) <= 1e-6 * max(1, abs(steps)) else { throw .notMultipleReal(number, of: step) }
-            }
+            try Self.check(number, minimum: minimum, maximum: maximum, step: step)
             return .real(number)
         case .text, .record:
             preconditionFailure("parsed above")
@@ -228,13 +224,7 @@ public enum CommandKind: Sendable, Hashable {
             }
             let member = members[index]
             let x = try finiteNumber(String(number), expectation)
-            guard x >= member.minimum && x <= member.maximum else {
-                throw .outOfRangeReal(x, minimum: member.minimum, maximum: member.maximum)
-            }
-            if member.step > 0 {
-                let steps = (x - member.minimum) / member.step
-                guard abs(steps - steps.rounded()) <= 1e-6 * max(1, abs(steps)) else { throw .notMultipleReal(x, of: member.step) }
-            }
+            try check(x, minimum: member.minimum, maximum: member.maximum, step: member.step)
             values[index] = x
         }
         return .record(names: members.map(\.name), values: values.map { $0! })
@@ -252,6 +242,14 @@ public enum CommandKind: Sendable, Hashable {
         guard !text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else { throw .notText }
         guard bytes.count <= maxLength else { throw .tooLongText(bytes.count, maximum: maxLength) }
         return .text(text)
+    }
+
+    /// Within `minimum…maximum`, and a whole number of `step`s above `minimum` (when there is one).
+    private static func check(_ x: Double, minimum: Double, maximum: Double, step: Double) throws(CommandValueError) {
+        guard x >= minimum && x <= maximum else { throw .outOfRangeReal(x, minimum: minimum, maximum: maximum) }
+        guard step > 0 else { return }
+        let steps = (x - minimum) / step
+        guard abs(steps - steps.rounded()) <= 1e-6 * max(1, abs(steps)) else { throw .notMultipleReal(x, of: step) }
     }
 
     /// A JSON number (`21.5`, `-3`, `2e1`), finite.
@@ -343,8 +341,8 @@ public enum CommandValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// A number as JSON writes it: 24, not 24.0.
-    static func plain(_ x: Double) -> String { x == x.rounded() && abs(x) < 1e15 ? String(Int64(x)) : String(x) }
+    /// A number as JSON (and a configuration file) writes it: 24, not 24.0.
+    public static func plain(_ x: Double) -> String { x == x.rounded() && abs(x) < 1e15 ? String(Int64(x)) : String(x) }
 }
 
 /// A target and a value: what a command sets, or a target's state as the device has it, read
