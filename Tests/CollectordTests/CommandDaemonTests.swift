@@ -141,6 +141,25 @@ import TestHarness
         #expect(writes(daemon, Self.temperaturePeriod).isEmpty)
     }
 
+    /// What a command set stays set until a reload, which brings back the configured value (as the
+    /// README says): the tag is set up again and its state read back.
+    @Test func aReloadBringsBackTheConfiguredValues() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "collectord/#")
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: Self.tags))
+        try daemon.start()
+        func period(_ s: Subscriber) -> String? { s.lines.last { $0.topic == "collectord/tags/kitchen/temperature_period/state" }?.payload }
+        #expect(sub.waitFor(seconds: 60) { period($0) == "1000" }, "the tag's own period to begin with")
+        try publish(broker.port, "collectord/tags/kitchen/temperature_period/set", "500")
+        #expect(sub.waitFor(seconds: 30) { period($0) == "500" })
+        daemon.signal(SIGHUP)
+        #expect(sub.waitFor(seconds: 60) { period($0) == "1000" }, "the configured period back after the reload")
+        #expect(daemon.waitForLog("settings made by commands undone", seconds: 30))
+        let (_, status) = daemon.stop()
+        sub.stop()
+        #expect(status == 0)
+    }
+
     /// A QoS 1 command delivered twice (the broker resends what it did not see acknowledged):
     /// both are answered, and the second sets what the first set, so the device's state is the
     /// same and nothing else changes.
