@@ -228,6 +228,23 @@ extension DeviceSession {
         guard let setting = tag.profile?.setting(named: name), let c = settingHandle(name) else {
             return completion(.failure(.unsupported("no characteristic for \(name) on this device")))
         }
+        if setting.isPartial(value) {
+            // Some members of a record: the others as the device has them now, read just before.
+            guard c.properties.contains(.read) else {
+                return completion(.failure(.invalid("\(name) cannot be read from this device: give every member (\(setting.commandKind.expectation))")))
+            }
+            return client.read(c.valueHandle) { [weak self] result in
+                guard let self, !self.ended else { return completion(.failure(.linkLost)) }
+                switch result {
+                case .success(let bytes):
+                    guard let current = setting.decode(bytes), let whole = value.merged(over: current) else {
+                        return completion(.failure(.refused("\(name) read \(bytes.count) byte(s): \(Hex.bytes(bytes))")))
+                    }
+                    self.setDeclared(name, whole, completion)
+                case .failure(let e): completion(.failure(self.failure(e)))
+                }
+            }
+        }
         let bytes: [UInt8]
         do { bytes = try setting.encode(value) } catch { return completion(.failure(.invalid(error.description))) }
         guard c.properties.contains(.read) else {

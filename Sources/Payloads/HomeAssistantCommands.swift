@@ -1,8 +1,9 @@
 // The command targets a tag's configuration opens, as Home Assistant entities: the CC2650's LEDs
 // and buzzer and each sensor's on/off as `switch`es, a period as a `number` (its bounds and 10 ms
-// step), the accelerometer range as a `select`; a declared setting by its kind (a record of
-// several numbers has none: it is set over MQTT). Each sends the plain value to the target's `set`
-// topic and shows the state read back from the device on its `state` topic (never optimistic:
+// step), the accelerometer range as a `select`; a declared setting by its kind, a record of
+// several numbers as a `number` per member (each sends `{"member": value}`, which the device
+// completes with the others' current values, and shows its member of the record's state). Each
+// sends the plain value to the target's `set` topic and shows the state read back from the device on its `state` topic (never optimistic:
 // the switch moves when the device says so). Availability follows the tag, like its sensors. The
 // settings are `entity_category: config`; the LEDs and the buzzer are the device's own controls.
 
@@ -14,8 +15,8 @@ extension HomeAssistantDiscovery {
     func commandEntities(for device: Device, sensors: [Sensor]) -> [Entity] {
         guard device.commands != .none, device.model.isSensorTag || device.model == .gatt else { return [] }
         let targets = CommandTarget.all(model: device.model, sensors: sensors, profile: device.profile)
-        return targets.filter { device.commands.allows($0) }.compactMap { target in
-            guard let kind = target.kind(model: device.model, profile: device.profile) else { return nil }
+        return targets.filter { device.commands.allows($0) }.flatMap { target -> [Entity] in
+            guard let kind = target.kind(model: device.model, profile: device.profile) else { return [] }
             let node = HomeAssistantDiscovery.nodeID(address: device.address)
             var members: [(String, JSONValue)] = [
                 ("name", .string(HomeAssistantDiscovery.targetName(target))),
@@ -45,14 +46,32 @@ extension HomeAssistantDiscovery {
             case .text(let maxLength):
                 component = "text"
                 members += [("max", .integer(Int64(maxLength))), ("optimistic", .bool(false))]
-            case .record:
-                // Several numbers written together have no entity of their own in Home
-                // Assistant: set over MQTT with their JSON object.
-                return nil
+            case .record(let numbers):
+                return numbers.map { memberEntity(device, target, $0) }
             }
             if case .output = target {} else { members.append(("entity_category", "config")) }
-            return Entity(component: component, objectID: target.name, members: members)
+            return [Entity(component: component, objectID: target.name, members: members)]
         }
+    }
+
+    /// One member of a record as a number: "Band low", object id `band_low`, setting that member
+    /// alone and showing it from the record's state.
+    private func memberEntity(_ device: Device, _ target: CommandTarget, _ member: CommandMember) -> Entity {
+        let node = HomeAssistantDiscovery.nodeID(address: device.address)
+        let objectID = "\(target.name)_\(member.name)"
+        var members: [(String, JSONValue)] = [
+            ("name", .string(HomeAssistantDiscovery.targetName(target) + " " + member.name.split(separator: "_").joined(separator: " "))),
+            ("unique_id", .string("collectord_\(node)_\(objectID)")),
+            ("command_topic", .string(topics.commandTopic(tag: device.tag, target: target.name))),
+            ("command_template", .string("{\"\(member.name)\":{{ value }}}")),
+            ("state_topic", .string(topics.targetState(tag: device.tag, target: target.name))),
+            ("value_template", .string("{{ value_json['\(member.name)'] }}")),
+            ("min", .number(member.minimum)), ("max", .number(member.maximum)), ("step", .number(member.step)),
+            ("mode", "box"), ("optimistic", .bool(false)),
+        ]
+        if !member.unit.isEmpty { members.append(("unit_of_measurement", .string(member.unit))) }
+        members.append(("entity_category", "config"))
+        return Entity(component: "number", objectID: objectID, members: members)
     }
 
     /// "LED 1 (red)", "Temperature period", "Movement range".

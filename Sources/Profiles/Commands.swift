@@ -135,7 +135,9 @@ public enum CommandKind: Sendable, Hashable {
     /// Text of at most `maxLength` bytes of UTF-8, without control characters.
     case text(maxLength: Int)
     /// Several numbers at once (a declared setting of a raw array or pair shape): a JSON object
-    /// with every member (`{"low":18.5,"high":24}`), or an array in the members' order.
+    /// with some or all members (`{"low":18.5,"high":24}`, `{"low":18.5}`), or an array of all of
+    /// them in their order. The members left out keep the device's values (`CommandValue.merged`):
+    /// a Home Assistant number per member sets its own alone.
     case record([CommandMember])
 
     /// The longest payload looked at: every valid value is far shorter.
@@ -190,8 +192,9 @@ public enum CommandKind: Sendable, Hashable {
         }
     }
 
-    /// `{"a":1,"b":2.5}` with every member once and nothing else, or `[1,2.5]` in the members'
-    /// order; each number checked as its member says.
+    /// `{"a":1,"b":2.5}` with each member at most once (one at least) and nothing else, or `[1,2.5]`
+    /// with every member in their order; each number checked as its member says. A partial object
+    /// gives a record of the members it names, in the members' order.
     private static func record(_ bytes: ArraySlice<UInt8>, _ members: [CommandMember]) throws(CommandValueError) -> CommandValue {
         guard bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) else { throw .notText }
         let text = String(decoding: bytes, as: UTF8.self)
@@ -207,7 +210,9 @@ public enum CommandKind: Sendable, Hashable {
             throw .expected(expectation, got: text)
         }
         let items = inner.split(separator: ",", omittingEmptySubsequences: false).map { $0.trimmingSpaces }
-        guard items.count == members.count else { throw .expected(expectation, got: text) }
+        guard isObject ? (1...members.count).contains(items.count) : items.count == members.count else {
+            throw .expected(expectation, got: text)
+        }
         for (position, item) in items.enumerated() {
             var index = position
             var number = item
@@ -227,7 +232,8 @@ public enum CommandKind: Sendable, Hashable {
             try check(x, minimum: member.minimum, maximum: member.maximum, step: member.step)
             values[index] = x
         }
-        return .record(names: members.map(\.name), values: values.map { $0! })
+        let given = members.indices.filter { values[$0] != nil }
+        return .record(names: given.map { members[$0].name }, values: given.map { values[$0]! })
     }
 
     /// Text as sent: UTF-8, no control characters, at most `maxLength` bytes; a JSON string
@@ -286,7 +292,7 @@ public enum CommandKind: Sendable, Hashable {
             return "a number \(minimum)…\(maximum)\(step > 0 ? " in steps of \(step)" : "")\(unit.isEmpty ? "" : " (\(unit))")"
         case .text(let maxLength): return "text of at most \(maxLength) bytes"
         case .record(let members):
-            return "a JSON object of " + members.map { "\"\($0.name)\": \(CommandKind.real(minimum: $0.minimum, maximum: $0.maximum, step: $0.step, unit: $0.unit).expectation)" }
+            return "a JSON object of some or all of " + members.map { "\"\($0.name)\": \(CommandKind.real(minimum: $0.minimum, maximum: $0.maximum, step: $0.step, unit: $0.unit).expectation)" }
                 .joined(separator: ", ")
         }
     }
@@ -339,6 +345,19 @@ public enum CommandValue: Sendable, Hashable, CustomStringConvertible {
         case .record(let names, let values):
             return "{" + zip(names, values).map { "\"\($0)\":\(CommandValue.plain($1))" }.joined(separator: ",") + "}"
         }
+    }
+
+    /// A record of some members completed with `current`'s values for the others (`current` a
+    /// record of every member, as read from the device); nil when either is no record or
+    /// `current` lacks a member. Any other value is returned as it is.
+    public func merged(over current: CommandValue) -> CommandValue? {
+        guard case .record(let names, let values) = self else { return self }
+        guard case .record(let allNames, var allValues) = current else { return nil }
+        for (name, value) in zip(names, values) {
+            guard let i = allNames.firstIndex(of: name) else { return nil }
+            allValues[i] = value
+        }
+        return .record(names: allNames, values: allValues)
     }
 
     /// A number as JSON (and a configuration file) writes it: 24, not 24.0.

@@ -89,6 +89,13 @@ public struct DeclaredSetting: Sendable, Hashable {
         }
     }
 
+    /// Whether `value` names only some of a record's members, so that the others must first be
+    /// read from the device (`CommandValue.merged`) before the whole value can be written.
+    public func isPartial(_ value: CommandValue) -> Bool {
+        guard case .numbers(_, let members) = kind, case .record(let names, _) = value else { return false }
+        return names.count < members.count
+    }
+
     /// The bytes that write `value`: exactly representable in the type, or refused.
     public func encode(_ value: CommandValue) throws(CommandValueError) -> [UInt8] {
         let physical: Double

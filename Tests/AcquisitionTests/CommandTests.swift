@@ -278,6 +278,10 @@ extension UInt16 {
         #expect(run(fleet, s, "band", #"{"high":24,"low":18.5}"#)
                 == .success([TargetState(.declared("band"), .record(names: ["low", "high"], values: [18.5, 24]))]))
         #expect(e.writeLog.last?.bytes == [0x00, 0xB9, 0x00, 0xF0], "big-endian tenths, in the shape's order")
+        #expect(run(fleet, s, "band", #"{"low":17}"#)
+                == .success([TargetState(.declared("band"), .record(names: ["low", "high"], values: [17, 24]))]),
+                "one member set, the other as the device had it")
+        #expect(e.writeLog.last?.bytes == [0x00, 0xAA, 0x00, 0xF0])
         let before = e.writeLog.count
         for (target, payload) in [("setpoint", "30.5"), ("setpoint", "21.3"), ("mode", "turbo"), ("label", "a label too long")] {
             guard case .failure(.invalid) = run(fleet, s, target, payload) else { Issue.record("\(target) = \(payload) taken"); continue }

@@ -104,6 +104,36 @@ import Testing
         #expect(cmps["label"]?["p"] as? String == "text" && cmps["label"]?["max"] as? Int == 12)
         #expect(cmps["child_lock"] == nil, "not opened by the tag's commands")
     }
+
+    /// A record of several numbers is a number per member: each sends its member alone as JSON to
+    /// the record's topic and shows its member of the record's state.
+    @Test func aRecordIsANumberPerMember() throws {
+        let topics = try Topics(prefix: "collectord", client: "pi")
+        let service = GATTUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
+        let profile = DeviceProfile(name: "thermostat", characteristics: [], settings: [
+            DeclaredSetting(name: "band", service: service, uuid: GATTUUID("6E400014-B5A3-F393-E0A9-E50E24DCCA9E")!, type: .int16,
+                            kind: .numbers(shape: try DeclaredShape(.rawPair, .int16, second: .int16), members: [
+                                .init(name: "low", scale: 0.1, minimum: -40, maximum: 85, step: 0.5, unit: "°C"),
+                                .init(name: "high", scale: 0.1, minimum: -40, maximum: 85, step: 0.5, unit: "°C")])),
+        ])
+        var device = HomeAssistantDiscovery.Device(tag: "hall", address: "C0:FF:EE:00:00:01", model: .gatt, profile: profile)
+        device.commands = .all
+        let discovery = HomeAssistantDiscovery(topics: topics, softwareVersion: "1.0")
+        let config = try #require(try JSONSerialization.jsonObject(with: Data(discovery.configs(for: device, sensors: [])[0].payload)) as? [String: Any])
+        let cmps = try #require(config["cmps"] as? [String: [String: Any]])
+        #expect(cmps["band"] == nil)
+        for (member, name) in [("low", "Band low"), ("high", "Band high")] {
+            let c = try #require(cmps["band_\(member)"])
+            #expect(c["p"] as? String == "number" && c["name"] as? String == name)
+            #expect(c["command_topic"] as? String == "collectord/tags/hall/band/set")
+            #expect(c["command_template"] as? String == "{\"\(member)\":{{ value }}}")
+            #expect(c["state_topic"] as? String == "collectord/tags/hall/band/state")
+            #expect(c["value_template"] as? String == "{{ value_json['\(member)'] }}")
+            #expect(c["min"] as? Double == -40 && c["max"] as? Double == 85 && c["step"] as? Double == 0.5)
+            #expect(c["unit_of_measurement"] as? String == "°C" && c["entity_category"] as? String == "config")
+            #expect((c["unique_id"] as? String)?.hasSuffix("c0ffee000001_band_\(member)") == true, "\(c["unique_id"] ?? "")")
+        }
+    }
 }
 
 @Suite struct CommandStatisticsTests {

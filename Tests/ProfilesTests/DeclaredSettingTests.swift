@@ -81,10 +81,32 @@ import Testing
         #expect(try s.encode(value) == [0xB9, 0x00, 0xF0, 0x00])
         #expect(s.decode([0xB9, 0x00, 0xF0, 0x00]) == value)
         #expect(value.description == #"{"low":18.5,"high":24}"#)
-        for hostile in [#"{"low":18.5}"#, #"{"low":18.5,"high":24,"mid":1}"#, #"{"low":18.5,"low":24}"#, #"{"low":18.5,"high":90}"#,
+        for hostile in [#"{"low":18.5,"high":24,"mid":1}"#, #"{"mid":1}"#, #"{"high":90}"#, #"{"low":18.5,"low":24}"#, #"{"low":18.5,"high":90}"#,
                         #"{"low":18.25,"high":24}"#, #"{"low":NaN,"high":24}"#, #"{"low":{"x":1},"high":24}"#, "[18.5]",
                         "[18.5,24,1]", #"{low:18.5,high:24}"#, "18.5", #""{}""#, "{}", "[]", #"{"low":"18.5","high":24}"#] {
             #expect((try? kind.parse(Array(hostile.utf8))) == nil, "\(hostile) taken")
         }
+    }
+
+    /// An object may name some members only: they are checked as always, and the record keeps the
+    /// others' current values when merged over the device's (what Home Assistant's number per
+    /// member sends). An array still takes every member.
+    @Test func aRecordMayNameSomeMembers() throws {
+        let shape = try DeclaredShape(.rawPair, .int16, second: .int16)
+        let s = setting(.int16, .numbers(shape: shape, members: [
+            .init(name: "low", scale: 0.1, minimum: -40, maximum: 85, step: 0.5),
+            .init(name: "high", scale: 0.1, minimum: -40, maximum: 85, step: 0.5),
+        ]))
+        let partial = try s.commandKind.parse(Array(#" {"high": 26.5} "#.utf8))
+        #expect(partial == .record(names: ["high"], values: [26.5]))
+        #expect(s.isPartial(partial))
+        let current = CommandValue.record(names: ["low", "high"], values: [18.5, 24])
+        #expect(!s.isPartial(current))
+        #expect(partial.merged(over: current) == .record(names: ["low", "high"], values: [18.5, 26.5]))
+        #expect(current.merged(over: .record(names: ["low", "high"], values: [0, 0])) == current, "a whole record is itself")
+        #expect(partial.merged(over: .real(3)) == nil, "nothing to complete it from")
+        #expect(CommandValue.real(3).merged(over: current) == .real(3))
+        #expect(throws: CommandValueError.self) { try s.encode(partial) }
+        #expect((try? s.commandKind.parse(Array("[26.5]".utf8))) == nil)
     }
 }
