@@ -149,7 +149,8 @@ final class CommandQueue {
         knownModel = s.model ?? knownModel
         jobs = commanded.map { .reapply($0) }
         let targets = s.model.map { CommandTarget.all(model: $0, sensors: s.streamingSensors, profile: tag.profile) } ?? []
-        jobs += targets.filter { tag.commands.allows($0) && s.kind(of: $0) != nil }.map { .refresh($0) }
+        // Every state there is to show (an action has none).
+        jobs += targets.filter { t in tag.commands.allows(t) && s.kind(of: t).map { $0 != .press } == true }.map { .refresh($0) }
         runNext()
     }
 
@@ -212,7 +213,8 @@ final class CommandQueue {
             ? { session.readState(entry.command.target, $0) } : { session.perform(entry.command, $0) }
         run { [weak self] result in
             guard let self else { return entry.completion(result) }
-            if case .success = result, !entry.readOnly { self.remember(entry.command) }
+            // An action is done once: a reconnect does not do it again.
+            if case .success = result, !entry.readOnly, entry.command.value != .press { self.remember(entry.command) }
             self.finished(result)
             entry.completion(result)
         }

@@ -13,6 +13,8 @@
 //   <sensor>_enabled     the config written with the sensor's enable value, or zero; read back.
 //   <sensor>_range       the movement (or CC2541 accelerometer) config with the new range, when
 //                        the sensor is on; the decoding follows at once.
+//   reset_energy_expended  Heart Rate Control Point written 0x01 (with a response: a sensor that
+//                        cannot do it answers 0x80). An action: no state, never done again.
 
 import Profiles
 import LinuxSystem
@@ -82,6 +84,7 @@ extension DeviceSession {
         if let sensor = target.sensor, slot(of: sensor) == nil { return nil }
         if case .output = target, ioHandles == nil { return nil }
         if case .declared(let name) = target, settingHandle(name) == nil { return nil }
+        if case .action(let action) = target, actionHandle(action) == nil { return nil }
         return kind
     }
 
@@ -102,6 +105,8 @@ extension DeviceSession {
             setRange(sensor, name, completion)
         case (.declared(let name), _):
             setDeclared(name, command.value, completion)
+        case (.action(let action), .press):
+            perform(action, completion)
         default:
             completion(.failure(.invalid("\(command.value) is not a value for \(command.target)")))
         }
@@ -131,6 +136,8 @@ extension DeviceSession {
                 return completion(.failure(.unsupported("\(name) cannot be read")))
             }
             readBack(c.valueHandle, completion) { bytes in setting.decode(bytes).map { [TargetState(target, $0)] } }
+        case .action:
+            completion(.failure(.unsupported("\(target) has no state: it is done, not set")))
         }
     }
 
@@ -259,7 +266,32 @@ extension DeviceSession {
         writeThenRead(c.valueHandle, bytes, completion) { bytes in setting.decode(bytes).map { [TargetState(.declared(name), $0)] } }
     }
 
+    /// An action: its control point written, with a response, nothing to read back.
+    private func perform(_ action: DeviceAction, _ completion: @escaping CommandCompletion) {
+        guard let c = actionHandle(action) else { return completion(.failure(.unsupported("no control point for \(action.rawValue)"))) }
+        let bytes: [UInt8]
+        switch action {
+        case .resetEnergyExpended: bytes = [HeartRate.ControlPoint.resetEnergyExpended.rawValue]
+        }
+        client.write(c.valueHandle, bytes) { [weak self] result in
+            guard let self, !self.ended else { return completion(.failure(.linkLost)) }
+            switch result {
+            case .success: completion(.success([]))
+            case .failure(let e): completion(.failure(self.failure(e)))
+            }
+        }
+    }
+
     // MARK: Helpers
+
+    /// The characteristic `action` writes, if the device has it (and it can be written).
+    func actionHandle(_ action: DeviceAction) -> GATTCharacteristic? {
+        switch action {
+        case .resetEnergyExpended:
+            guard let c = database?.characteristic(HeartRate.ControlPoint.uuid, in: HeartRate.uuid), c.properties.contains(.write) else { return nil }
+            return c
+        }
+    }
 
     /// The characteristic of the declared setting `name` on this device, if it has it.
     func settingHandle(_ name: String) -> GATTCharacteristic? {

@@ -36,9 +36,15 @@ extension Validator {
             report(v.line, scope.context, "commands need topic_layout = \"v2\" (the command topics live under <prefix>/tags/)")
             return .none
         }
-        if model == .gatt && (profile?.settings ?? []).isEmpty {
+        // What the tag's device can have: its model's, or either SensorTag generation's while
+        // the model is left to be identified.
+        let models: [Model] = model.map { [$0] } ?? [.cc2650, .cc2541]
+        let streamed = sensors.map(\.sensor)
+        let offered = Set(models.flatMap { CommandTarget.all(model: $0, sensors: streamed, profile: profile) }.map(\.name))
+        if model == .gatt && offered.isEmpty {
             report(v.line, scope.context, "commands: a generic device takes commands only for the settings its profile declares "
-                   + "([[profile.setting]]), and \(profile.map { "profile \(quoted($0.name))" } ?? "it has no profile") declares none")
+                   + "([[profile.setting]]) and a heart rate sensor's reset_energy_expended, and "
+                   + "\(profile.map { "profile \(quoted($0.name))" } ?? "it has no profile") declares none")
             return .none
         }
         if let on = v.boolean { return on ? .all : .none }
@@ -46,11 +52,6 @@ extension Validator {
             report(v.line, scope.context, "commands must be true, false or a list of target names (got \(v.typeAndValue))")
             return .none
         }
-        // What the tag's device can have: its model's, or either SensorTag generation's while
-        // the model is left to be identified.
-        let models: [Model] = model.map { [$0] } ?? [.cc2650, .cc2541]
-        let streamed = sensors.map(\.sensor)
-        let offered = Set(models.flatMap { CommandTarget.all(model: $0, sensors: streamed, profile: profile) }.map(\.name))
         var names = Set<String>()
         for item in items {
             guard let name = item.string else {

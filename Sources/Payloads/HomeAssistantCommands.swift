@@ -1,10 +1,11 @@
 // The command targets a tag's configuration opens, as Home Assistant entities: the CC2650's LEDs
 // and buzzer and each sensor's on/off as `switch`es, a period as a `number` (its bounds and 10 ms
-// step), the accelerometer range as a `select`; a declared setting by its kind, a record of
-// several numbers as a `number` per member (each sends `{"member": value}`, which the device
-// completes with the others' current values, and shows its member of the record's state). Each
-// sends the plain value to the target's `set` topic and shows the state read back from the device on its `state` topic (never optimistic:
-// the switch moves when the device says so). Availability follows the tag, like its sensors. The
+// step), the accelerometer range as a `select`, a heart-rate sensor's energy reset as a `button`;
+// a declared setting by its kind, a record of several numbers as a `number` per member (each
+// sends `{"member": value}`, which the device completes with the others' current values, and
+// shows its member of the record's state). Each sends the plain value to the target's `set` topic
+// and shows the state read back from the device on its `state` topic (never optimistic: the
+// switch moves when the device says so). Availability follows the tag, like its sensors. The
 // settings are `entity_category: config`; the LEDs and the buzzer are the device's own controls.
 
 import Profiles
@@ -48,6 +49,11 @@ extension HomeAssistantDiscovery {
                 members += [("max", .integer(Int64(maxLength))), ("optimistic", .bool(false))]
             case .record(let numbers):
                 return numbers.map { memberEntity(device, target, $0) }
+            case .press:
+                // A button has no state: it sends PRESS, Home Assistant's own payload.
+                component = "button"
+                members.removeAll { $0.0 == "state_topic" }
+                members.append(("payload_press", "PRESS"))
             }
             if case .output = target {} else { members.append(("entity_category", "config")) }
             return [Entity(component: component, objectID: target.name, members: members)]
@@ -84,6 +90,7 @@ extension HomeAssistantDiscovery {
         case .enabled(let s): return capitalized(s.rawValue) + " on"
         case .range(let s): return capitalized(s.rawValue) + " range"
         case .declared(let name): return capitalized(name.split(separator: "_").joined(separator: " "))
+        case .action(.resetEnergyExpended): return "Reset energy expended"
         }
     }
 

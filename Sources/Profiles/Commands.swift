@@ -24,6 +24,19 @@ public enum IOOutput: String, Sendable, Hashable, CaseIterable {
     public static let writableBits: UInt8 = CC2650.IO.Data.redLED | CC2650.IO.Data.greenLED | CC2650.IO.Data.buzzer
 }
 
+/// Something a command makes a device do once, with no state to show afterwards.
+public enum DeviceAction: String, Sendable, Hashable, CaseIterable {
+    /// A heart-rate sensor sets its energy expended back to zero (Heart Rate Control Point 0x01).
+    case resetEnergyExpended = "reset_energy_expended"
+
+    /// The sensor whose service carries it.
+    public var sensor: Sensor {
+        switch self {
+        case .resetEnergyExpended: return .heartRate
+        }
+    }
+}
+
 /// Something a command can set on a connected device.
 public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
     /// A CC2650/CC1350 LED or its buzzer, on or off.
@@ -36,6 +49,8 @@ public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
     case range(Sensor)
     /// A setting a `[[profile]]` declares (`DeclaredSetting`), by its name.
     case declared(String)
+    /// A standard characteristic's one-off operation (a Bluetooth SIG control point).
+    case action(DeviceAction)
 
     static let periodSuffix = "_period", enabledSuffix = "_enabled", rangeSuffix = "_range"
 
@@ -47,6 +62,7 @@ public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
         case .enabled(let s): return s.rawValue + Self.enabledSuffix
         case .range(let s): return s.rawValue + Self.rangeSuffix
         case .declared(let name): return name
+        case .action(let a): return a.rawValue
         }
     }
 
@@ -68,6 +84,7 @@ public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
     /// question.
     public init?(name: String) {
         if let o = IOOutput(rawValue: name) { self = .output(o); return }
+        if let a = DeviceAction(rawValue: name) { self = .action(a); return }
         for (suffix, make) in [(Self.periodSuffix, CommandTarget.period), (Self.enabledSuffix, CommandTarget.enabled),
                                (Self.rangeSuffix, CommandTarget.range)] where name.hasSuffix(suffix) {
             guard let sensor = Sensor(rawValue: String(name.dropLast(suffix.count))) else { return nil }
@@ -82,6 +99,7 @@ public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .output, .declared: return nil
         case .period(let s), .enabled(let s), .range(let s): return s
+        case .action(let a): return a.sensor
         }
     }
 
@@ -93,6 +111,8 @@ public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
             return model == .gatt ? profile?.setting(named: name)?.commandKind : nil
         case .output:
             return model.generation == .cc2650 ? .toggle : nil
+        case .action(let action):
+            return model == .gatt && SensorProfile.lookup(model, action.sensor) != nil ? .press : nil
         case .period(let sensor):
             guard model.isSensorTag, let limits = SensorProfile.lookup(model, sensor)?.periodLimits else { return nil }
             return .number(minimum: limits.minimum, maximum: limits.maximum, step: 10, unit: "ms")
@@ -116,7 +136,10 @@ public enum CommandTarget: Sendable, Hashable, CustomStringConvertible {
         for s in sensors {
             for t in [CommandTarget.enabled(s), .period(s), .range(s)] where t.kind(model: model) != nil { out.append(t) }
         }
-        if model == .gatt, let profile { out += profile.settings.map { .declared($0.name) } }
+        if model == .gatt {
+            out += DeviceAction.allCases.filter { sensors.contains($0.sensor) }.map { .action($0) }
+            if let profile { out += profile.settings.map { .declared($0.name) } }
+        }
         return out
     }
 }
@@ -134,6 +157,8 @@ public enum CommandKind: Sendable, Hashable {
     case real(minimum: Double, maximum: Double, step: Double, unit: String)
     /// Text of at most `maxLength` bytes of UTF-8, without control characters.
     case text(maxLength: Int)
+    /// Something done once (`DeviceAction`): the payload `PRESS`, Home Assistant's button's.
+    case press
     /// Several numbers at once (a declared setting of a raw array or pair shape): a JSON object
     /// with some or all members (`{"low":18.5,"high":24}`, `{"low":18.5}`), or an array of all of
     /// them in their order. The members left out keep the device's values (`CommandValue.merged`):
@@ -172,6 +197,9 @@ public enum CommandKind: Sendable, Hashable {
             case "off", "false", "0": return .toggle(false)
             default: throw .expected(expectation, got: text)
             }
+        case .press:
+            guard text.lowercased() == "press" else { throw .expected(expectation, got: text) }
+            return .press
         case .number(let minimum, let maximum, let step, _):
             let number = try Self.wholeNumber(text, expectation)
             guard number >= minimum && number <= maximum else { throw .outOfRange(number, minimum: minimum, maximum: maximum) }
@@ -285,6 +313,7 @@ public enum CommandKind: Sendable, Hashable {
     public var expectation: String {
         switch self {
         case .toggle: return "ON or OFF"
+        case .press: return "PRESS"
         case .number(let minimum, let maximum, let step, let unit):
             return "a whole number \(minimum)…\(maximum)\(step > 1 ? " in steps of \(step)" : "")\(unit.isEmpty ? "" : " (\(unit))")"
         case .choice(let names): return "one of " + names.joined(separator: ", ")
@@ -331,6 +360,8 @@ public enum CommandValue: Sendable, Hashable, CustomStringConvertible {
     case choice(String)
     case real(Double)
     case text(String)
+    /// Do it (an action's only value).
+    case press
     /// A record's members, by name, in order.
     case record(names: [String], values: [Double])
 
@@ -342,6 +373,7 @@ public enum CommandValue: Sendable, Hashable, CustomStringConvertible {
         case .choice(let name): return name
         case .real(let x): return CommandValue.plain(x)
         case .text(let t): return t
+        case .press: return "PRESS"
         case .record(let names, let values):
             return "{" + zip(names, values).map { "\"\($0)\":\(CommandValue.plain($1))" }.joined(separator: ",") + "}"
         }

@@ -276,8 +276,31 @@ public enum HeartRate: ServiceConfigurable {
         public static let initialValue: [UInt8] = [1]
     }
 
+    /// Heart Rate Control Point (0x2A39, HRS 3.3): written, never read. Its one defined value,
+    /// 0x01, sets the energy expended back to zero; a sensor answers any other with the ATT error
+    /// 0x80 (Control Point Not Supported). Present only on sensors that report energy expended.
+    public struct ControlPoint: RawDeserializable, CharacteristicConfigurable, Sendable, Equatable {
+        public let rawValue: UInt8
+        public init?(rawValue: UInt8) {
+            guard rawValue == 0x01 else { return nil }
+            self.rawValue = rawValue
+        }
+
+        public static let resetEnergyExpended = ControlPoint(rawValue: 0x01)!
+        /// What a sensor answers to a value it does not support.
+        public static let notSupportedError: UInt8 = 0x80
+
+        public static let name: StaticString = "Heart Rate Control Point"
+        public static let uuid = GATTUUID.sig(0x2A39)
+        public static let properties: CharacteristicProperties = [.write]
+        public static let role = CharacteristicRole.other
+        /// Never read (write-only); the one value there is.
+        public static let initialValue: [UInt8] = [0x01]
+    }
+
     public static let profile = ServiceProfile(HeartRate.self, characteristics: [
         CharacteristicProfile(Measurement.self), CharacteristicProfile(BodySensorLocation.self),
+        CharacteristicProfile(ControlPoint.self),
     ])
 }
 

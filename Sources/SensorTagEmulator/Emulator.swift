@@ -110,6 +110,8 @@ public final class SensorTagEmulator {
         var timer: TimerID?
         var deadline = Instant(nanoseconds: 0)
         var updates: UInt64 = 0
+        /// `updates` when the energy expended was last set back to zero (Heart Rate Control Point).
+        var energyReset: UInt64 = 0
         var cc2541Range: CC2541.AccelerometerRange = .g8
 
         /// Sensors that measure on a timer (the Data/Config/Period triplets).
@@ -405,6 +407,14 @@ public final class SensorTagEmulator {
             subscriptionChanged(valueHandle, on: v != ClientConfiguration.off)
             return nil
         }
+        if table.characteristicUUID(ofValue: handle) == HeartRate.ControlPoint.uuid {
+            // HRS 3.3.1: 0x01 resets the energy expended; anything else is not supported.
+            guard value.count == 1, HeartRate.ControlPoint(rawValue: value[0]) == .resetEnergyExpended else {
+                return ATTErrorCode(rawValue: HeartRate.ControlPoint.notSupportedError)
+            }
+            for i in sensors.indices where sensors[i].profile.sensor == .heartRate { sensors[i].energyReset = sensors[i].updates }
+            return nil
+        }
         guard let (index, role) = roles[handle] else {
             server.table.setValue(value, at: handle)
             return nil
@@ -567,7 +577,8 @@ public final class SensorTagEmulator {
         case (.standard, .temperature): return SensorEncoding.standardTemperature(state)
         case (.standard, .humidity): return SensorEncoding.standardHumidity(state)
         case (.standard, .pressure): return SensorEncoding.standardPressure(state)
-        case (.standard, .heartRate): return SensorEncoding.standardHeartRate(state, beat: Int(truncatingIfNeeded: sensors[i].updates))
+        case (.standard, .heartRate): return SensorEncoding.standardHeartRate(state, beat: Int(truncatingIfNeeded: sensors[i].updates),
+                                                                                   energy: Int(truncatingIfNeeded: sensors[i].updates &- sensors[i].energyReset))
         case (.standard, _) where sensors[i].profile.declared != nil:
             return SensorEncoding.declared(sensors[i].profile.declared!.decoding, state, count: sensors[i].updates)
         case (.cc2541, .temperature): return SensorEncoding.cc2541Temperature(state)

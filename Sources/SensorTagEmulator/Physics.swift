@@ -199,15 +199,16 @@ public enum SensorEncoding {
 
     /// A Heart Rate Measurement with contact detected, an 8-bit rate between 60 and 80 bpm that
     /// follows the room's light (any slow signal will do), and the RR interval that rate implies;
-    /// every tenth beat also carries the energy expended.
-    public static func standardHeartRate(_ s: PhysicalState, beat: Int) -> [UInt8] {
+    /// every tenth beat also carries the energy expended (`energy` kJ: one per beat since it was
+    /// last reset, a convenient count).
+    public static func standardHeartRate(_ s: PhysicalState, beat: Int, energy: Int) -> [UInt8] {
         let bpm = UInt8(60 + Int(s.illuminanceLux) % 21)
         let rr = UInt16(clamping: rounded(60.0 / Double(bpm) * 1024))
         var flags: UInt8 = 0x06 | 0x10
         var out: [UInt8] = []
         if beat % 10 == 0 { flags |= 0x08 }
         out = [flags, bpm]
-        if beat % 10 == 0 { out += [UInt8(truncatingIfNeeded: beat), UInt8(truncatingIfNeeded: beat >> 8)] }
+        if beat % 10 == 0 { out += [UInt8(truncatingIfNeeded: energy), UInt8(truncatingIfNeeded: energy >> 8)] }
         out += [UInt8(truncatingIfNeeded: rr), UInt8(truncatingIfNeeded: rr >> 8)]
         return out
     }

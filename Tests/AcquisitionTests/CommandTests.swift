@@ -289,3 +289,58 @@ extension UInt16 {
         #expect(e.writeLog.count == before, "nothing written for the refused ones")
     }
 }
+
+/// A standard heart-rate sensor's one writable characteristic, Heart Rate Control Point: reset
+/// the energy expended, done once, never again after a reconnect, with no state to read.
+@Suite struct HeartRateControlPointTests {
+    let commands = CommandTests()
+
+    /// The energy expended of every reading that carried it, in order.
+    func energies(_ fleet: Fleet) -> [Double] {
+        (fleet.readings["strap"]?[.heartRate] ?? []).compactMap { $0.0.field("energy_expended")?.value.number }
+    }
+
+    @Test func theEnergyExpendedIsResetOnceAndNeverAgain() throws {
+        let fleet = try Fleet()
+        let (s, e) = fleet.add(.standard(), name: "strap", sensors: [SensorConfiguration(.heartRate)], pinned: .gatt, commands: .all)
+        var states: [TargetState] = []
+        s.commands.onStates = { states += $0 }
+        fleet.startAll()
+        #expect(fleet.run(until: { (energies(fleet).last ?? 0) >= 30 }, limit: .seconds(600)), "\(fleet.logs.suffix(5))")
+        #expect(s.session?.kind(of: .action(.resetEnergyExpended)) == .press)
+        #expect(commands.run(fleet, s, "reset_energy_expended", "PRESS") == .success([]), "done, with no state")
+        #expect(commands.writes(e, HeartRate.ControlPoint.uuid) == [[0x01]])
+        let carried = energies(fleet).count
+        #expect(fleet.run(until: { energies(fleet).count > carried }, limit: .seconds(600)))
+        #expect(energies(fleet)[carried] <= 10, "counted from zero again: \(energies(fleet).suffix(4))")
+
+        for hostile in ["ON", "1", "press me", "{}", ""] {
+            guard case .failure(.invalid) = commands.run(fleet, s, "reset_energy_expended", hostile) else {
+                Issue.record("\(hostile.debugDescription) taken")
+                continue
+            }
+        }
+        #expect(commands.writes(e, HeartRate.ControlPoint.uuid).count == 1, "nothing written for the refused ones")
+        guard case .failure(.unsupported) = commands.run(fleet, s, "led1", "ON") else { Issue.record("a strap has no LED"); return }
+
+        let reconnects = s.reconnects
+        e.dropLink()
+        #expect(fleet.run(until: { s.reconnects > reconnects && s.state == .streaming }, limit: .seconds(60)))
+        fleet.run(for: .seconds(10))
+        #expect(commands.writes(e, HeartRate.ControlPoint.uuid).count == 1, "an action is not done again after a reconnect")
+        #expect(states.isEmpty, "an action has no state: \(states)")
+    }
+
+    /// Without its heart rate set up, a device has no such target, and nothing is written.
+    @Test func aDeviceNotStreamingItsHeartRateHasNoSuchTarget() throws {
+        let fleet = try Fleet()
+        let (s, _) = fleet.add(.standard(), name: "strap", sensors: [SensorConfiguration(.temperature)], pinned: .gatt, commands: .all)
+        fleet.startAll()
+        #expect(commands.streaming(fleet, s))
+        #expect(s.session?.kind(of: .action(.resetEnergyExpended)) == nil, "not set up: the heart rate is not streamed")
+        guard case .failure(.unsupported) = commands.run(fleet, s, "reset_energy_expended", "PRESS") else {
+            Issue.record("taken without a heart rate sensor")
+            return
+        }
+    }
+}

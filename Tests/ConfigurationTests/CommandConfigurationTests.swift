@@ -130,6 +130,29 @@ import SharedTypes
             address = "C0:FF:EE:00:00:01"
             profile = "plain"
             commands = true
+            [tag.sensors.climate]
+            """)
+        #expect(lines.count == 1 && lines[0].contains("declares none"), "\(lines)")
+    }
+
+    /// A generic device streaming its heart rate offers the energy reset, with no profile at all.
+    @Test func aHeartRateSensorOffersItsEnergyReset() throws {
+        let c = try #require(valid("""
+            [[tag]]
+            name = "strap"
+            address = "C0:FF:EE:00:00:02"
+            model = "gatt"
+            commands = ["reset_energy_expended"]
+            [tag.sensors.heart_rate]
+            """))
+        #expect(c.tags[0].commands == .only(["reset_energy_expended"]))
+        let lines = errorLines("""
+            [[tag]]
+            name = "strap"
+            address = "C0:FF:EE:00:00:02"
+            model = "gatt"
+            commands = ["reset_energy_expended"]
+            [tag.sensors.temperature]
             """)
         #expect(lines.count == 1 && lines[0].contains("declares none"), "\(lines)")
     }

@@ -156,3 +156,22 @@ import Testing
         #expect(tags["quiet"]?["commands"] == nil, "a tag that takes no commands says nothing of them")
     }
 }
+
+@Suite struct ActionDiscoveryTests {
+    /// A heart-rate sensor's energy reset is a button: it sends PRESS and has no state topic.
+    @Test func anActionIsAButton() throws {
+        let topics = try Topics(prefix: "collectord", client: "pi")
+        var device = HomeAssistantDiscovery.Device(tag: "strap", address: "C0:FF:EE:00:00:02", model: .gatt)
+        device.commands = .all
+        let discovery = HomeAssistantDiscovery(topics: topics, softwareVersion: "1.0")
+        let config = try #require(try JSONSerialization.jsonObject(with: Data(discovery.configs(for: device, sensors: [.heartRate])[0].payload)) as? [String: Any])
+        let cmps = try #require(config["cmps"] as? [String: [String: Any]])
+        let button = try #require(cmps["reset_energy_expended"], "\(cmps.keys.sorted())")
+        #expect(button["p"] as? String == "button" && button["name"] as? String == "Reset energy expended")
+        #expect(button["command_topic"] as? String == "collectord/tags/strap/reset_energy_expended/set")
+        #expect(button["payload_press"] as? String == "PRESS")
+        #expect(button["state_topic"] == nil && button["entity_category"] as? String == "config")
+        let without = try #require(try JSONSerialization.jsonObject(with: Data(discovery.configs(for: device, sensors: [.temperature])[0].payload)) as? [String: Any])
+        #expect((without["cmps"] as? [String: [String: Any]])?["reset_energy_expended"] == nil, "only with the heart rate")
+    }
+}

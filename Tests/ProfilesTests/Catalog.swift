@@ -260,6 +260,7 @@ enum Catalog {
         .raw(EnvironmentalSensing.TrueWindSpeed.self, "True Wind Speed", 2),
         .raw(EnvironmentalSensing.TrueWindDirection.self, "True Wind Direction", 2),
         .raw(HeartRate.BodySensorLocation.self, "Body Sensor Location", 1),
+        .raw(HeartRate.ControlPoint.self, "Heart Rate Control Point", 1),
     ]
 
     static let all = cc2541 + cc2650 + shared + standard

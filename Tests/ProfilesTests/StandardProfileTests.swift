@@ -77,6 +77,22 @@ import Testing
         check(EnvironmentalSensing.TrueWindSpeed.self)
         check(EnvironmentalSensing.TrueWindDirection.self)
         check(HeartRate.BodySensorLocation.self)
+        check(HeartRate.ControlPoint.self)
+    }
+
+    /// The control point serializes its one value, and refuses to decode any other.
+    @Test func theHeartRateControlPointHasOneValue() throws {
+        #expect(HeartRate.ControlPoint.resetEnergyExpended.rawValue == 0x01)
+        var bytes = [UInt8](repeating: 0xFF, count: 1)
+        let n = try bytes.withUnsafeMutableBytes { raw in
+            var span = MutableRawSpan(_unsafeBytes: raw)
+            return try SerDe.serialize(HeartRate.ControlPoint.resetEnergyExpended, into: &span)
+        }
+        #expect(n == 1 && bytes == [0x01])
+        for other: UInt8 in [0x00, 0x02, 0xFF] {
+            #expect(throws: DecodeError.self) { try SerDe.deserialize(HeartRate.ControlPoint.self, from: [other].span.bytes) }
+        }
+        #expect(HeartRate.profile.characteristic(HeartRate.ControlPoint.uuid)?.properties == [.write])
     }
 
     @Test func theProfileListsItsCharacteristicsOnce() {
