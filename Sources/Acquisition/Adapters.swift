@@ -18,16 +18,20 @@ public struct OpenAdapter {
     /// Hears the devices that only advertise, through the kernel; nil without a management
     /// channel (or on a transport).
     public var listener: AdvertisementListener?
+    /// Probes and recovers the controller when it wedges; nil where there is no controller.
+    public var control: ControllerControl?
     /// Releases what `open` made (the scanner's socket).
     public var close: () -> Void
 
     public init(adapter: Adapter, connector: LinkConnector, monitor: AdvertisementMonitor?,
-                linkQuality: LinkQuality? = nil, listener: AdvertisementListener? = nil, close: @escaping () -> Void = {}) {
+                linkQuality: LinkQuality? = nil, listener: AdvertisementListener? = nil, control: ControllerControl? = nil,
+                close: @escaping () -> Void = {}) {
         self.adapter = adapter
         self.connector = connector
         self.monitor = monitor
         self.linkQuality = linkQuality
         self.listener = listener
+        self.control = control
         self.close = close
     }
 }
@@ -49,9 +53,13 @@ public protocol AdapterSystem: AnyObject {
 public final class KernelAdapters: AdapterSystem {
     private let loop: EventLoop
     private var events: HCISocket?
+    private let control: KernelControllerControl
     public var onWarning: ((String) -> Void)?
 
-    public init(loop: EventLoop) { self.loop = loop }
+    public init(loop: EventLoop) {
+        self.loop = loop
+        control = KernelControllerControl(loop: loop)
+    }
 
     public func open(_ spec: String) throws(LinkError) -> OpenAdapter {
         let a = try Adapter.named(spec)
@@ -73,7 +81,8 @@ public final class KernelAdapters: AdapterSystem {
         let listener = try? AdvertisementListener(loop: loop, adapter: a)
         listener?.onRefusal = { [weak self] why in self?.onWarning?("\(a.name): \(why)") }
         return OpenAdapter(adapter: a, connector: L2CAPConnector(loop: loop, adapter: a), monitor: monitor,
-                           linkQuality: quality, listener: listener, close: { closeMonitor(); quality?.close(); listener?.close() })
+                           linkQuality: quality, listener: listener, control: control,
+                           close: { closeMonitor(); quality?.close(); listener?.close() })
     }
 
     public func watchDevices(_ handler: @escaping (HCIEvent) -> Void) -> Bool {

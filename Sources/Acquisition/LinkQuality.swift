@@ -16,8 +16,15 @@ public final class LinkQuality {
     /// A connected L2CAP socket's connection handle. Tests map their socketpairs instead.
     var handleOf: (Int32) -> UInt16? = l2capConnectionHandle
     private var waiting: [(handle: UInt16, completion: (Int8?) -> Void)] = []
+    /// Handles whose Read RSSI has not been answered yet.
+    private var asked: [UInt16] = []
     /// How long the controller has to answer before the reading counts as unknown.
     public var timeout: Duration = .seconds(1)
+    /// Told whether each read was answered by the controller (with any status) or not within
+    /// `unansweredAfter`: an unanswered command is the first sign of a wedged controller.
+    var onAnswer: ((Bool) -> Void)?
+    /// Longer than `timeout`: a late answer still counts as an answer for the controller's health.
+    var unansweredAfter: Duration = .seconds(5)
 
     public convenience init(loop: EventLoop, adapter: Adapter) throws(LinkError) {
         try self.init(loop: loop, hci: HCISocket(loop: loop, adapter: adapter.id, completionsOf: readRSSIOpcode))
@@ -27,8 +34,10 @@ public final class LinkQuality {
         self.loop = loop
         self.hci = hci
         hci.onEvent = { [unowned self] event in
-            guard case .rssi(let status, let handle, let rssi) = event,
-                  let i = self.waiting.firstIndex(where: { $0.handle == handle }) else { return }
+            guard case .rssi(let status, let handle, let rssi) = event else { return }
+            self.asked.removeAll { $0 == handle }
+            self.onAnswer?(true)
+            guard let i = self.waiting.firstIndex(where: { $0.handle == handle }) else { return }
             let completion = self.waiting.remove(at: i).completion
             // 127: "not available".
             completion(status == 0 && rssi != 127 ? rssi : nil)
@@ -44,6 +53,14 @@ public final class LinkQuality {
         }
         let entry = (handle: handle, completion: completion)
         waiting.append(entry)
+        if !asked.contains(handle) {
+            asked.append(handle)
+            loop.schedule(after: unansweredAfter) { [weak self] in
+                guard let self, let i = self.asked.firstIndex(of: handle) else { return }
+                self.asked.remove(at: i)
+                self.onAnswer?(false)
+            }
+        }
         hci.command(ogf: 0x05, ocf: 0x0005, [UInt8(handle & 0xFF), UInt8(handle >> 8)])
         loop.schedule(after: timeout) { [weak self] in
             guard let self, let i = self.waiting.firstIndex(where: { $0.handle == handle }) else { return }
@@ -53,6 +70,7 @@ public final class LinkQuality {
 
     public func close() {
         hci.close()
+        asked.removeAll()
         let pending = waiting
         waiting.removeAll()
         for w in pending { w.completion(nil) }

@@ -68,6 +68,23 @@ public final class TagFleet {
     public var commandSettings = CommandSettings() {
         didSet { for s in supervisors.values { s.commands.settings = commandSettings } }
     }
+    /// How wedged controllers are found and recovered (`ControllerHealth`, `ControllerRecovery`).
+    /// A change applies to each adapter from its next opening; a given-up adapter gets its
+    /// chances again.
+    public var recovery = RecoverySettings() {
+        didSet {
+            for line in lines {
+                line.recovery.settings = recovery
+                if line.recovery.gaveUp {
+                    line.recovery.reset()
+                    if started && line.open == nil { openLine(line) }
+                }
+            }
+            if started { rebalance() }
+        }
+    }
+    /// A controller found wedged, each recovery step, the cure or the give-up.
+    public var onControllerEvent: ((ControllerEvent) -> Void)?
 
     /// One configured adapter.
     final class Line {
@@ -78,7 +95,18 @@ public final class TagFleet {
         /// The last availability reported: a retry that fails the same way again is not news (a
         /// Pi without Bluetooth would otherwise log and publish the same event every 10 s forever).
         var lastReport: (up: Bool, message: String)?
-        init(spec: String) { self.spec = spec }
+        /// How the open controller behaves; replaced at every opening.
+        var health: ControllerHealth?
+        /// Its recovery across openings.
+        let recovery: ControllerRecovery
+        /// The kernel's index of a controller closed because it wedged, until it works again.
+        var wedgedIndex: Int32?
+        /// Tags whose connect attempt on this adapter is under way.
+        var attempting: Set<String> = []
+        init(spec: String, loop: EventLoop, recovery: RecoverySettings) {
+            self.spec = spec
+            self.recovery = ControllerRecovery(loop: loop, settings: recovery)
+        }
         var name: String { open?.adapter.name ?? spec }
     }
     private let lines: [Line]
@@ -117,7 +145,7 @@ public final class TagFleet {
         self.system = system
         self.adapterNames = adapters
         self.connectionLimits = Array(repeating: 5, count: adapters.count)
-        self.lines = adapters.map(Line.init)
+        self.lines = adapters.map { Line(spec: $0, loop: loop, recovery: RecoverySettings()) }
         replan()
     }
 
@@ -206,6 +234,9 @@ public final class TagFleet {
         for d in advertisers.values { d.close() }
         loop.cancel(retry)
         for line in lines {
+            line.health?.close()
+            line.health = nil
+            line.recovery.cancel()
             line.open?.close()
             line.open = nil
             line.queue = nil
@@ -221,6 +252,9 @@ public final class TagFleet {
     public var adapterStates: [(configured: String, up: Adapter?, tags: Int)] {
         lines.indices.map { i in (lines[i].spec, lines[i].open?.adapter, placement.values.filter { $0 == i }.count) }
     }
+
+    /// Per configured adapter, in the same order: what recovering it has taken.
+    public var recoveryCounters: [RecoveryCounters] { lines.map(\.recovery.counters) }
 
     /// Attempts to open an adapter so far.
     private(set) var adapterAttempts = 0
@@ -239,6 +273,8 @@ public final class TagFleet {
     }
 
     private func openLine(_ line: Line) {
+        // A controller given up stays closed until it goes away and comes back, or a reload.
+        guard !line.recovery.gaveUp else { return }
         adapterAttempts += 1
         do {
             let o = try system.open(line.spec)
@@ -251,6 +287,7 @@ public final class TagFleet {
             line.queue = AdapterQueue(connector: o.connector)
             line.upSince = loop.now
             report(line, true, "\(o.adapter) is up")
+            watchHealth(of: line)
             listen(on: line)
             // Guests may go home once it has stayed up for returnAfter.
             loop.schedule(after: returnAfter) { [weak self] in self?.rebalance() }
@@ -271,6 +308,9 @@ public final class TagFleet {
                 supervisors[name]?.move(to: nil, monitor: nil, named: nil, reason: "\(line.name) went away")
             }
         }
+        line.health?.close()
+        line.health = nil
+        line.attempting.removeAll()
         line.open?.close()
         line.open = nil
         line.queue = nil
@@ -293,6 +333,12 @@ public final class TagFleet {
             for line in lines where line.open == nil { openLine(line) }
             rebalance()
         case .adapterDown(let id):
+            // A controller given up that goes away (unplugged, or taken down by hand) is tried
+            // again when it comes back.
+            for line in lines where line.recovery.gaveUp && line.wedgedIndex == id {
+                line.recovery.reset()
+                line.wedgedIndex = nil
+            }
             guard let line = lines.first(where: { $0.open?.adapter.id == id }) else { return }
             lineDown(line, line.name == line.spec ? "\(line.name) went down" : "\(line.name) (\(line.spec)) went down")
             rebalance()
@@ -331,7 +377,14 @@ public final class TagFleet {
     /// Has an adapter that came up listen for every advertising device that may use it.
     private func listen(on line: Line) {
         guard let listener = line.open?.listener else { return }
-        listener.onReport = { [unowned self] report in self.heard(report) }
+        if line.health?.settings.silence != nil {
+            listener.onReport = { [unowned self, unowned line] report in
+                self.heard(report)
+                self.heardHere(line, report.address)
+            }
+        } else {
+            listener.onReport = { [unowned self] report in self.heard(report) }
+        }
         for a in advertiserList where a.pin == nil || a.pin == line.spec { listener.listen(for: a.device.address) }
         listener.monitor(patterns)
     }
@@ -350,6 +403,77 @@ public final class TagFleet {
         for a in advertiserList where a.device.address.sameDevice(as: report.address) {
             a.device.heard(report)
             return
+        }
+    }
+
+    // MARK: Controller health
+
+    /// Starts judging a controller that was just opened, and, if it was closed because it
+    /// wedged, checks at once whether the step taken cured it.
+    private func watchHealth(of line: Line) {
+        guard recovery.enabled, let open = line.open, let control = open.control else { return }
+        let index = open.adapter.id
+        let health = ControllerHealth(settings: recovery.health, loop: loop)
+        line.health = health
+        health.onProbe = { [weak self, weak health, unowned line] in
+            guard let self else { return }
+            control.probe(index, timeout: self.recovery.health.commandTimeout) { [weak self, weak health] result in
+                health?.probed(result)
+                if result == .answered, line.recovery.pending?.wedge == .commands, let self { self.working(line) }
+            }
+        }
+        health.onWedge = { [weak self, unowned line] wedge, why in self?.wedged(line, index: index, wedge, why) }
+        open.linkQuality?.onAnswer = { [weak health] answered in health?.command(answered: answered) }
+        if line.recovery.pending?.wedge == .commands { health.command(answered: false) }
+    }
+
+    private func heardHere(_ line: Line, _ address: BluetoothAddress) {
+        line.health?.heard(address)
+        if line.recovery.pending?.wedge == .events { working(line) }
+    }
+
+    private func working(_ line: Line) {
+        line.wedgedIndex = nil
+        line.recovery.working(adapter: line.name) { [weak self] in self?.onControllerEvent?($0) }
+    }
+
+    /// The controller wedged: its tags move to the other adapters, as when it goes away, and the
+    /// next recovery step runs; after the step the adapter is opened again (a power cycle opens
+    /// it anyway, through the kernel's device events).
+    private func wedged(_ line: Line, index: Int32, _ wedge: Wedge, _ why: String) {
+        guard let control = line.open?.control else { return }
+        let name = line.name
+        onControllerEvent?(.wedged(adapter: name, wedge, why))
+        line.wedgedIndex = index
+        lineDown(line, "\(name) is wedged: \(wedge)")
+        rebalance()
+        line.recovery.wedged(wedge, adapter: name, index: index, control: control,
+                             { [weak self] in self?.onControllerEvent?($0) },
+                             finished: { [weak self, unowned line] in
+                                 guard let self, self.started else { return }
+                                 if line.open == nil { self.openLine(line) }
+                                 self.rebalance()
+                             })
+    }
+
+    /// What a tag's connection events tell of its adapter's controller.
+    private func noteHealth(_ s: TagSupervisor, _ event: ConnectionEvent) {
+        guard let at = placement[s.tag.name], let health = lines[at].health else { return }
+        let line = lines[at]
+        let name = s.tag.name
+        switch event {
+        case .connecting:
+            line.attempting.insert(name)
+        case .advertisementSeen:
+            health.heardBeforeAttempt(tag: name)
+        case .connected:
+            line.attempting.remove(name)
+            health.connected(tag: name)
+            if line.recovery.pending?.wedge == .connections || line.recovery.attempts > 0 { working(line) }
+        case .timeout, .disconnected:
+            if line.attempting.remove(name) != nil { health.attemptFailed(tag: name) }
+        default:
+            break
         }
     }
 
@@ -459,6 +583,7 @@ public final class TagFleet {
 extension TagFleet: TagSupervisorDelegate {
     public func supervisor(_ s: TagSupervisor, event: ConnectionEvent) {
         delegate?.supervisor(s, event: event)
+        noteHealth(s, event)
         switch event {
         case .disconnected, .timeout, .forcedDisconnect, .giveUp:
             // A tag away from home (a guest, or one whose home changed with a reload) goes home

@@ -25,6 +25,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var mqtt = MQTT()
     /// Reconnection of each tag.
     public var reconnect = Backoff(base: .milliseconds(1000), cap: .milliseconds(60000), maxAttempts: 10)
+    /// `[recovery]`: wedged controllers.
+    public var recovery = Recovery()
     public var spool = Spool()
     public var homeAssistant = HomeAssistant()
     public var commands = Commands()

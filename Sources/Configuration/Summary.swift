@@ -44,6 +44,8 @@ extension DaemonConfiguration {
         lines.append("payload: \(mqtt.payload.rawValue), values " + (mqtt.roundToResolution ? "rounded to the sensor's resolution" : "unrounded"))
         lines.append("reconnect: \(reconnect.base.milliseconds) ms doubling to \(reconnect.cap.milliseconds) ms, "
                      + "waiting for an advertisement after \(reconnect.maxAttempts) failed attempts")
+        lines.append("recovery of wedged controllers: " + (recovery.enabled
+            ? "on (at most one step per adapter every \(recovery.intervalSeconds) s, given up after \(recovery.maxAttempts))" : "off"))
         lines.append("spool: \(shown(spool.path)) (at most \(spool.maxMegabytes) MB)")
         lines.append("home assistant discovery: "
                      + (homeAssistant.discovery ? "on (prefix \(shown(homeAssistant.prefix)), one config per \(homeAssistant.form.rawValue))" : "off"))
@@ -144,11 +146,13 @@ public struct ConfigurationDiff: Sendable, Equatable {
     public var logLevelChanged = false
     public var statsIntervalChanged = false
     public var commandsChanged = false
+    public var recoveryChanged = false
 
     /// Nothing to do.
     public var isEmpty: Bool {
         added.isEmpty && removed.isEmpty && changed.isEmpty && !mqttChanged && !adapterChanged && !reconnectChanged
             && !spoolChanged && !homeAssistantChanged && !logLevelChanged && !statsIntervalChanged && !commandsChanged
+            && !recoveryChanged
     }
 }
 
@@ -175,6 +179,7 @@ extension DaemonConfiguration {
         d.logLevelChanged = old.logLevel != new.logLevel
         d.statsIntervalChanged = old.statsIntervalSeconds != new.statsIntervalSeconds
         d.commandsChanged = old.commands != new.commands
+        d.recoveryChanged = old.recovery != new.recovery
         return d
     }
 }

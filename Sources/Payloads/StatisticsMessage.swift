@@ -48,8 +48,21 @@ public struct Statistics: Sendable {
         public var up: (name: String, address: String)?
         public var tags: Int
         public var max: Int
+        /// What recovering its controller has taken, when it ever wedged.
+        public var recovery: Recovery?
         public init(configured: String, up: (name: String, address: String)?, tags: Int, max: Int) {
             self.configured = configured; self.up = up; self.tags = tags; self.max = max
+        }
+
+        /// A wedged controller's recovery (`ControllerRecovery` in Acquisition).
+        public struct Recovery: Sendable, Equatable {
+            public var wedges: UInt64 = 0
+            public var powerCycles: UInt64 = 0
+            public var hciResets: UInt64 = 0
+            public var usbResets: UInt64 = 0
+            public var recovered: UInt64 = 0
+            public var gaveUp = false
+            public init() {}
         }
     }
 
@@ -170,7 +183,14 @@ extension ControlPayloads {
                                         ("name", a.up.map { .string($0.name) } ?? .null),
                                         ("address", a.up.map { .string($0.address) } ?? .null),
                                         ("tags", .integer(Int64(a.tags))),
-                                        ("max", .integer(Int64(a.max)))]))
+                                        ("max", .integer(Int64(a.max)))]
+                                       + (a.recovery.map { r in [("recovery", JSONValue.object([
+                                           ("wedges", .integer(Int64(clamping: r.wedges))),
+                                           ("power_cycles", .integer(Int64(clamping: r.powerCycles))),
+                                           ("hci_resets", .integer(Int64(clamping: r.hciResets))),
+                                           ("usb_resets", .integer(Int64(clamping: r.usbResets))),
+                                           ("recovered", .integer(Int64(clamping: r.recovered))),
+                                           ("gave_up", .bool(r.gaveUp))]))] } ?? [])))
             })))
         }
         if let tags = s.tags {

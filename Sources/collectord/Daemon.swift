@@ -75,6 +75,8 @@ final class Daemon: TagSupervisorDelegate {
         }
         fleet.backoff = configuration.reconnect
         fleet.commandSettings = CommandSettings(configuration.commands)
+        fleet.recovery = RecoverySettings(configuration)
+        fleet.onControllerEvent = { [weak self] in self?.controllerEvent($0) }
         fleet.delegate = self
         Log.threshold = configuration.logLevel
         publication.onEvent = { [weak self] event in self?.mqttEvent(event) }
@@ -254,6 +256,8 @@ final class Daemon: TagSupervisorDelegate {
             }
         }
         fleet.commandSettings = CommandSettings(new.commands)
+        // A reload also gives a controller given up its chances again.
+        fleet.recovery = RecoverySettings(new)
         config = new
         scheduleStats()
         Log.notice("reload: \(path) applied (\(diff.added.count) added, \(diff.removed.count) removed, \(diff.changed.count) changed)")
@@ -368,9 +372,12 @@ final class Daemon: TagSupervisorDelegate {
         files.withdrawalsRefused = sequences.problems.refusedWithdrawals
         files.withdrawalsOwed = publication.owedWithdrawals.count
         stats.stateFiles = files
-        stats.adapters = zip(fleet.adapterStates, fleet.connectionLimits).map { a, limit in
-            Statistics.Adapter(configured: a.configured, up: a.up.map { ($0.name, $0.address.description) },
-                               tags: a.tags, max: limit)
+        stats.adapters = zip(zip(fleet.adapterStates, fleet.connectionLimits), fleet.recoveryCounters).map { pair, counters in
+            let (a, limit) = pair
+            var adapter = Statistics.Adapter(configured: a.configured, up: a.up.map { ($0.name, $0.address.description) },
+                                             tags: a.tags, max: limit)
+            adapter.recovery = Statistics.Adapter.Recovery(counters)
+            return adapter
         }
         stats.tags = fleet.supervisors.sorted(by: { $0.key < $1.key }).map { name, s in
             let sensors = s.currentCounters.enumerated().map { i, c in

@@ -26,6 +26,8 @@ final class FakeControllers: AdapterSystem {
         /// The controller's end of its raw HCI socket (Read RSSI), and the commands it got.
         var hci: Int32 = -1
         var rssiCommands = 0
+        /// Wedged: it answers no command (ControllerWedgeTests).
+        var wedged = false
         init(id: Int32, address: BluetoothAddress, air: EmulatedAdapter) {
             self.id = id
             self.address = address
@@ -43,6 +45,8 @@ final class FakeControllers: AdapterSystem {
     private var events: HCISocket?
     private var kernel: Int32 = -1
     var opens = 0
+    /// What probes and recovers the controllers, if anything.
+    var control: ControllerControl?
 
     init(loop: EventLoop, count: Int) {
         self.loop = loop
@@ -75,14 +79,14 @@ final class FakeControllers: AdapterSystem {
         }
         let quality = LinkQuality(loop: loop, hci: try! HCISocket(loop: loop, fd: nonBlocking(mine)))
         quality.handleOf = { [unowned self] fd in self.handles[fd] }
-        return OpenAdapter(adapter: adapter, connector: Connector(self, c), monitor: c.air, linkQuality: quality,
+        return OpenAdapter(adapter: adapter, connector: Connector(self, c), monitor: c.air, linkQuality: quality, control: control,
                            close: { [loop] in quality.close(); loop.unwatch(c.hci); Glibc.close(c.hci) })
     }
 
     /// Read RSSI (01 05 14 02 handle): Command Complete with status 0 and -40 dBm less the handle's
     /// offset, as a controller answers; anything else is not ours.
     private func answer(_ command: [UInt8], on c: Controller) {
-        guard command.count == 6, command[0] == 0x01, command[1] == 0x05, command[2] == 0x14 else { return }
+        guard command.count == 6, command[0] == 0x01, command[1] == 0x05, command[2] == 0x14, !c.wedged else { return }
         c.rssiCommands += 1
         let handle = UInt16(command[4]) | UInt16(command[5]) << 8
         let rssi = Int8(-40) - Int8(truncatingIfNeeded: handle - 0x40)

@@ -477,7 +477,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
             uncommented += 1
             return line.dropFirst()
         }
-        #expect(uncommented == 28)
+        #expect(uncommented == 31)
         let c = try #require(valid(lines.joined(separator: "\n"), path: shippedPath))
         #expect(c == DaemonConfiguration())
     }
@@ -486,9 +486,9 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
     @Test func everyOptionIsDocumentedInOrder() {
         let text = readText(shippedPath)
         var cursor = text.startIndex
-        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "commands", "profile", "advertisement", "tag"].contains($0) }
+        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "commands", "recovery", "profile", "advertisement", "tag"].contains($0) }
             + Schema.mqtt.filter { $0 != "tls" } + Schema.tls + Schema.reconnect + Schema.spool + Schema.homeAssistant + Schema.commands
-            + Schema.tag.filter { $0 != "sensors" }
+            + Schema.recovery + Schema.tag.filter { $0 != "sensors" }
         for key in all {
             guard let r = text[cursor...].firstRange(of: "\n#\(key) = ") else {
                 Issue.record("\(key) is not documented (in order) in etc/collectord.conf")
@@ -539,6 +539,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
             topic prefix: collectord, layout v2
             payload: detailed, values rounded to the sensor's resolution
             reconnect: 1000 ms doubling to 60000 ms, waiting for an advertisement after 10 failed attempts
+            recovery of wedged controllers: on (at most one step per adapter every 60 s, given up after 3)
             spool: /var/lib/collectord/spool (at most 64 MB)
             home assistant discovery: on (prefix homeassistant, one config per device)
             no tags configured

@@ -55,6 +55,7 @@ struct ByteDomain: Sendable, CustomTestStringConvertible {
         ByteDomain("UV Index", any),
         ByteDomain("Dew Point", any),
         ByteDomain("Body Sensor Location", { $0 <= 6 }),                       // HRS 3.2: 0 other … 6 foot
+        ByteDomain("Heart Rate Control Point", { $0 == 1 }),                   // HRS 3.3: 1 reset energy expended
     ]
 }
 
