@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Builds BlueZ's btvirt (virtual LE controllers) from Debian's bluez-source with our patches
 # (Tests/vm/btvirt-*.patch: multilink, reset-drops-links, le-read-rssi, scan-first-report,
-# adv-data-reports), by one gcc
-# invocation over the sources btvirt needs (no configure, no automake, no glib). Prints the
-# binary's path on stdout.
+# adv-data-reports, wedge), by one gcc invocation over the sources btvirt needs (no configure,
+# no automake, no glib). Prints the binary's path on stdout.
 #
 # Cached in $CACHE (default .build-vm/btvirt) under a key made of the bluez-source version, the
 # patches and this script: a second run costs a sha256sum.
@@ -15,7 +14,8 @@ repo="$(cd "$here/../.." && pwd)"
 cache="${1:-$repo/.build-vm/btvirt}"
 tarball=/usr/src/bluez.tar.bz2
 patches=("$here/btvirt-multilink.patch" "$here/btvirt-reset-drops-links.patch" "$here/btvirt-le-read-rssi.patch"
-         "$here/btvirt-scan-first-report.patch" "$here/btvirt-adv-data-reports.patch")
+         "$here/btvirt-scan-first-report.patch" "$here/btvirt-adv-data-reports.patch"
+         "$here/btvirt-wedge.patch")
 
 [ -r "$tarball" ] || { echo "build-btvirt: $tarball missing (apt install bluez-source)" >&2; exit 1; }
 version="$(dpkg-query -W -f='${Version}' bluez-source)"

@@ -5,7 +5,8 @@
 #
 #   * fresh controllers: btmon recording to RUN/results/NAME/btmon.snoop, then
 #     `btvirt -L -lN` (hci0 = 00:AA:01:00:00:00, hci1 = 00:AA:01:01:00:01, …; N is 3, or what the
-#     scenario's `# vm-controllers: N` line says), all brought up with hciconfig;
+#     scenario's `# vm-controllers: N` line says; its output in btvirt.log, its fault injection
+#     FIFO at $BTVIRT_WEDGE, see Tests/vm/btvirt-wedge.patch), all brought up with hciconfig;
 #   * a fresh mosquitto on 127.0.0.1:1883 (log in the result folder);
 #   * the scenario script under `timeout` (its own process group), with
 #       OUT         its result folder (write logs here)
@@ -13,6 +14,7 @@
 #       VM_LIB      Tests/vm/lib.sh, helpers to source
 #       REPO        the repository (read-only)
 #       MQTT_HOST / MQTT_PORT
+#       BTVIRT_WEDGE  btvirt's fault injection FIFO (lib.sh: wedge, unwedge)
 #   * whatever the scenario left running is killed, then mosquitto, btvirt and btmon.
 # Results: RUN/results/NAME/status (exit status; 124 = timed out, 125 = setup failed),
 # duration, kernel.log (the kernel's messages during the scenario); RUN/timing.log.
@@ -76,6 +78,7 @@ setup() {
   setsid stdbuf -oL btmon -C 160 -w "$dir/btmon.snoop" > "$dir/btmon.txt" 2>&1 < /dev/null &
   btmon_pid=$!
   wait_until 5 file_exists "$dir/btmon.snoop" || echo "btmon did not start" >> "$dir/setup.log"
+  rm -f "$BTVIRT_WEDGE"  # a killed btvirt's: only the new one's may be written to
   setsid "$BTVIRT" -L -l"$controllers" > "$dir/btvirt.log" 2>&1 < /dev/null &
   btvirt_pid=$!
   if ! wait_until 15 controllers_present; then
@@ -119,6 +122,9 @@ teardown() {
 }
 
 export MQTT_HOST=127.0.0.1 MQTT_PORT=1883
+# Created by btvirt (Tests/vm/btvirt-wedge.patch; an unpatched btvirt ignores it); in /tmp, as
+# the 9p share cannot hold FIFOs.
+export BTVIRT_WEDGE=/tmp/btvirt-wedge
 for scenario in $SCENARIOS; do
   base=${scenario##*/}; base=${base%.sh}
   name=${base#[0-9][0-9]-}

@@ -110,6 +110,14 @@ step() {
   return $rc
 }
 
+# btmgmt_step SECONDS NAME ARGS...: `btmgmt ARGS` as a step. btmgmt prints nothing at all when
+# its standard input cannot be polled (step's /dev/null: epoll refuses it), so it gets an empty
+# pipe. Its exit status is 0 even when the command failed: read the output.
+btmgmt_step() {
+  local limit=$1 name=$2; shift 2
+  step "$limit" "$name" bash -c 'btmgmt "$@" < <(:)' btmgmt "$@"
+}
+
 # --- gatttool (BlueZ's ATT client over the kernel's L2CAP socket; no bluetoothd needed) ---
 
 # gatt_handles ADDRESS SENSOR_UUID16 LOGNAME: one `gatttool --char-desc` connection from hci0;
@@ -393,3 +401,29 @@ check_streams() {
     done
   done
 }
+
+# --- fault injection (Tests/vm/btvirt-wedge.patch) ---
+
+# wedge hciN MODE: wedges virtual controller hciN through btvirt's FIFO ($BTVIRT_WEDGE) and returns
+# once btvirt has logged the change in $OUT/btvirt.log. MODE: commands (no command answered but
+# HCI Reset), events (no LE event), connections (LE Create Connection never completes), each
+# cured by an HCI Reset; MODE-stuck, which no reset cures; clear. Returns 1 without the FIFO
+# (a btvirt without the patch, e.g. VM_BTVIRT=/usr/bin/btvirt).
+wedge() {
+  local hci=$1 mode=$2 fd n
+  if [ -z "${BTVIRT_WEDGE:-}" ] || [ ! -p "$BTVIRT_WEDGE" ]; then
+    log "wedge: no FIFO at ${BTVIRT_WEDGE:-\$BTVIRT_WEDGE} (btvirt without btvirt-wedge.patch?)"
+    return 1
+  fi
+  local done_re="^wedge $hci: ${mode/#clear/none} \(was "
+  n=$(count "$OUT/btvirt.log" "$done_re")
+  # Read-write: never blocks, even if btvirt is gone (then the wait below fails).
+  exec {fd}<> "$BTVIRT_WEDGE"
+  echo "$hci $mode" >&"$fd"
+  exec {fd}>&-
+  wait_count "$OUT/btvirt.log" "$done_re" $(( n + 1 )) 5 || { log "wedge $hci $mode: btvirt did not confirm"; return 1; }
+  log "$hci wedge: $mode"
+}
+
+# unwedge hciN: ends hciN's wedge, whatever it is (wedge hciN clear).
+unwedge() { wedge "$1" clear; }
