@@ -8,15 +8,20 @@ daemons and the emulated devices in between:
   check.py signal URL STATE_DIR SPEC...         signal strength enabled, its dBm arrive
   check.py availability URL STATE_DIR STATE TAG...   every enabled entity of each TAG's device has STATE
   check.py removed URL STATE_DIR TAG...         each TAG's device and entities are gone
+  check.py commands URL STATE_DIR TAG LOG       a CC2650's LED and period set from Home Assistant
+  check.py settings URL STATE_DIR TAG LOG       a declared thermostat's band members and setpoint
+  check.py reset URL STATE_DIR TAG LOG          a heart-rate strap's energy reset button pressed
 
 SPEC is TAG=KIND:ADDRESS, KIND one of DEVICES (cc2650, cc2541, bthome, bthome_encrypted, ruuvi,
-pvvx): what the emulated device of that kind is expected to become.
+pvvx, thermostat, heart_rate_strap): what the emulated device of that kind is expected to become.
+LOG is the emulator's log, where each write a command made shows.
 Each phase waits (up to HA_CHECK_TIMEOUT seconds, 120 by default) for what it checks, prints
 "ok ..." or "NOT ..." lines, and exits non-zero when something is NOT so.
 """
 import asyncio
 import json
 import os
+import re
 import sys
 import time
 
@@ -156,7 +161,8 @@ def event(device_class, event_type):
 
 def control(kind, category=None, unit=None, state=None):
     """A command target's entity (`switch`, `number`, `select`): its state is the device's, read
-    back; `state` the one it must have before the commands phase changes it."""
+    back; `state` the one it must have before the commands phase changes it. A `button` has no
+    state but the time it was last pressed (`unknown` before)."""
     return {"kind": kind, "enabled": True, "entity_category": category, "unit": unit, "state": state}
 
 
@@ -253,6 +259,26 @@ DEVICES = {
         "movement_count_movement_count": sensor(None, precision=0, state_class="total_increasing", within=(0, 255)),
         "signal_strength": LINK,
     }),
+    # A thermostat of a declared profile (commands = true): the temperature it notifies, its
+    # setpoint a number and its band (a record of two numbers) a number per member. An emulated
+    # GATT device names itself "Environmental Sensor" made by "collectord emulator".
+    "thermostat": device("Environmental Sensor", "collectord emulator", True, {
+        "climate_temperature": sensor("°C", "temperature", within=ROOM),
+        "setpoint": control("number", "config", unit="°C"),
+        "band_low": control("number", "config", unit="°C"),
+        "band_high": control("number", "config", unit="°C"),
+        "signal_strength": LINK,
+    }),
+    # A heart-rate strap (model gatt, heart_rate only, commands = true): its rate, contact and
+    # energy expended, the RR intervals disabled, and the button that resets the energy.
+    "heart_rate_strap": device("Environmental Sensor", "collectord emulator", True, {
+        "heart_rate_heart_rate": sensor("bpm", precision=0, within=(30, 220)),
+        "heart_rate_contact": sensor(None, precision=0, category="diagnostic", within=(0, 1)),
+        "heart_rate_energy_expended": sensor("kJ", precision=0, within=(0, 65535)),
+        **{f"heart_rate_rr_{i}": sensor("s", "duration", precision=3, enabled=False) for i in range(1, 10)},
+        "reset_energy_expended": control("button", "config"),
+        "signal_strength": LINK,
+    }),
     "pvvx": device("pvvx custom", None, False, {
         "temperature_temperature": sensor("°C", "temperature", within=ROOM),
         "humidity_humidity": sensor("%", "humidity", within=HUMID),
@@ -281,8 +307,8 @@ def state_problem(w, state):
     """Why an enabled entity's state is not what its expectation allows, or None."""
     if state in (None, "unavailable"):
         return f"state {state!r}"
-    if w["kind"] == "event":
-        return None  # unknown until its first event; the events phase waits for one
+    if w["kind"] in ("event", "button"):
+        return None  # unknown until its first event or press
     if state == "unknown":
         return f"state {state!r}"
     if w["kind"] in ("switch", "number", "select"):
@@ -528,6 +554,56 @@ async def availability(url, state_dir, want, *tags):
         return 0 if ok else 1
 
 
+def written(log, who, uuid, data):
+    """How many writes of `data` (hex bytes, as the emulator logs them) to `uuid` the emulator's
+    log shows: a line of `collectord emulate` ("emulate: ... took write UUID DATA at T"), or of a
+    device the daemon emulates (`who` "TAG: emulated device": "... took write UUID DATA")."""
+    pattern = re.compile(re.escape(f"took write {uuid} {data}") + "( at |$)")
+    return sum(1 for line in open(log, errors="replace") if who in line and pattern.search(line.rstrip("\n")))
+
+
+def shows(state, want):
+    """Whether an entity's state is `want`: a value (numbers compared as numbers), or a test."""
+    if callable(want):
+        return want(state)
+    return state == want or (is_number(state) and is_number(want) and float(state) == float(want))
+
+
+async def command_entities(ha, tag, object_ids):
+    """The entity ids of the tag's device's entities of these object ids, or None (said why)."""
+    snap = await ha.snapshot()
+    ents = [e for d, ents in snap.values() if device_tag(d) == tag for e, _ in ents]
+    found = [next((e["entity_id"] for e in ents if e["unique_id"].endswith(f"_{o}")), None) for o in object_ids]
+    if None in found:
+        print(f"NOT  {tag}: no entity for {', '.join(o for o, f in zip(object_ids, found) if f is None)} "
+              f"({sorted(e['unique_id'] for e in ents)})")
+        return None
+    return found
+
+
+async def commanded(ha, tag, name, call, want, write):
+    """Calls a service of Home Assistant's REST API (`call`: domain, service, data) and waits until
+    the emulated device took one more `write` (log, who, uuid, data; see `written`) and each entity
+    in `want` shows its state (see `shows`): the device's, read back. Prints ok or NOT."""
+    log, who, uuid, data = write
+    before = written(*write)
+    t = time.monotonic()
+    domain, service, fields = call
+    async with ha.s.post(f"{ha.url}/api/services/{domain}/{service}", json=fields, headers=ha.h) as r:
+        if r.status != 200:
+            raise RuntimeError(f"{domain}.{service}: HTTP {r.status} {await r.text()}")
+
+    async def probe():
+        states = await ha.states()
+        now = {e: (states.get(e) or {}).get("state") for e in want}
+        return all(shows(now[e], w) for e, w in want.items()) and written(*write) > before, now
+    ok, now = await wait("command", probe)
+    print(("ok   " if ok else "NOT  ") + f"{tag} {name}: written as {data} on {uuid[:8]}, "
+          + ", ".join(f"{e} shows {s!r}" for e, s in now.items())
+          + (f" after {time.monotonic() - t:.1f} s" if ok else f" (writes {written(*write) - before})"))
+    return ok
+
+
 async def commands(url, state_dir, tag, emulator_log):
     """Home Assistant's REST API switches the tag's LED on and off and sets its temperature period:
     each reaches the emulated tag as the expected write (its log), and the entities show the state
@@ -535,42 +611,77 @@ async def commands(url, state_dir, tag, emulator_log):
     io_data = "F000AA65-0451-4000-B000-000000000000"
     period = "F000AA03-0451-4000-B000-000000000000"
     async with HA(url, state_dir) as ha:
-        snap = await ha.snapshot()
-        ids = [e for d, ents in snap.values() if device_tag(d) == tag for e, _ in ents]
-        switch = next((e["entity_id"] for e in ids if e["unique_id"].endswith("_led1")), None)
-        number = next((e["entity_id"] for e in ids if e["unique_id"].endswith("_temperature_period")), None)
-        if not switch or not number:
-            print(f"NOT  {tag}: no LED switch or period number ({sorted(e['unique_id'] for e in ids)})")
+        found = await command_entities(ha, tag, ["led1", "temperature_period"])
+        if not found:
             return 1
-        failed = 0
-
-        def written(uuid, data):
-            return sum(1 for line in open(emulator_log, errors="replace") if f"took write {uuid} {data} at" in line)
-
-        async def service(domain, name, **data):
-            async with ha.s.post(f"{url}/api/services/{domain}/{name}", json=data, headers=ha.h) as r:
-                if r.status != 200:
-                    raise RuntimeError(f"{domain}.{name}: HTTP {r.status} {await r.text()}")
-
-        for name, entity, call, want, uuid, data in [
-            ("LED on", switch, ("switch", "turn_on", {}), "on", io_data, "01"),
-            ("LED off", switch, ("switch", "turn_off", {}), "off", io_data, "00"),
-            ("period 500 ms", number, ("number", "set_value", {"value": 500}), "500", period, "32"),
+        switch, number = found
+        ok = True
+        for name, call, want, uuid, data in [
+            ("LED on", ("switch", "turn_on", {"entity_id": switch}), {switch: "on"}, io_data, "01"),
+            ("LED off", ("switch", "turn_off", {"entity_id": switch}), {switch: "off"}, io_data, "00"),
+            ("period 500 ms", ("number", "set_value", {"entity_id": number, "value": 500}), {number: "500"}, period, "32"),
         ]:
-            before = written(uuid, data)
-            t = time.monotonic()
-            await service(call[0], call[1], entity_id=entity, **call[2])
+            ok &= await commanded(ha, tag, name, call, want, (emulator_log, "emulate: ", uuid, data))
+        return 0 if ok else 1
 
-            async def probe():
-                st = (await ha.states()).get(entity) or {}
-                state = st.get("state")
-                same = state == want or (is_number(state) and is_number(want) and float(state) == float(want))
-                return same and written(uuid, data) > before, state
-            ok, state = await wait("command", probe)
-            print(("ok   " if ok else "NOT  ") + f"{tag} {name}: written as {data} on {uuid[:8]}, {entity} shows {state!r}"
-                  + (f" after {time.monotonic() - t:.1f} s" if ok else f" (writes {written(uuid, data) - before})"))
-            failed += 0 if ok else 1
-        return 1 if failed else 0
+
+def tenths(*values):
+    """The thermostat's numbers as it takes them: big-endian int16 tenths, in hex as logged."""
+    return " ".join(f"{b:02X}" for v in values for b in round(v * 10).to_bytes(2, "big", signed=True))
+
+
+async def settings(url, state_dir, tag, emulator_log):
+    """Home Assistant's REST API sets the thermostat's band (a record of two numbers, a number
+    entity per member) one member at a time, and its setpoint: each member reaches the device in
+    the whole record, the other member as the device had it (so a high set first stays when the
+    low is set), and every entity shows what the device read back."""
+    band = "6E400014-B5A3-F393-E0A9-E50E24DCCA9E"
+    setpoint = "6E400010-B5A3-F393-E0A9-E50E24DCCA9E"
+    who = f"{tag}: emulated device"
+    async with HA(url, state_dir) as ha:
+        found = await command_entities(ha, tag, ["band_low", "band_high", "setpoint"])
+        if not found:
+            return 1
+        low, high, point = found
+        low_before = (await ha.states()).get(low, {}).get("state")
+        if not is_number(low_before):
+            print(f"NOT  {tag}: {low} shows {low_before!r} before any command, not the device's number")
+            return 1
+        low_before = float(low_before)
+        ok = True
+        for name, entity, value, want, uuid, data in [
+            ("band high 24 alone", high, 24, {high: "24", low: low_before}, band, tenths(low_before, 24)),
+            ("band low 18.5 alone, the high kept", low, 18.5, {low: "18.5", high: "24"}, band, tenths(18.5, 24)),
+            ("setpoint 21.5", point, 21.5, {point: "21.5"}, setpoint, tenths(21.5)),
+        ]:
+            ok &= await commanded(ha, tag, name, ("number", "set_value", {"entity_id": entity, "value": value}),
+                                  want, (emulator_log, who, uuid, data))
+        return 0 if ok else 1
+
+
+async def reset(url, state_dir, tag, emulator_log):
+    """Home Assistant's REST API presses the strap's energy reset button: 01 reaches its Heart Rate
+    Control Point (0x2A39, which the emulator logs by its 16 bits), the button shows when it was
+    pressed, and the energy expended Home Assistant shows drops: the strap counts it from zero
+    again (a kJ a beat, reported every tenth beat, so at most 10 at its first report after)."""
+    async with HA(url, state_dir) as ha:
+        found = await command_entities(ha, tag, ["reset_energy_expended", "heart_rate_energy_expended"])
+        if not found:
+            return 1
+        button, energy = found
+
+        async def counted():
+            state = (await ha.states()).get(energy, {}).get("state")
+            return is_number(state) and float(state) > 10, state
+        ready, before = await wait("energy", counted)
+        if not ready:
+            print(f"NOT  {tag}: {energy} shows {before!r}, not yet more than the 10 kJ a reset can report")
+            return 1
+        pressed = lambda s: s not in (None, "unknown", "unavailable")
+        dropped = lambda s: is_number(s) and float(s) < float(before)
+        ok = await commanded(ha, tag, f"energy reset (from {before} kJ)", ("button", "press", {"entity_id": button}),
+                             {button: pressed, energy: dropped}, (emulator_log, f"{tag}: emulated device", "2A39", "01"))
+        return 0 if ok else 1
 
 
 async def removed(url, state_dir, *tags):
@@ -591,7 +702,7 @@ def main(argv):
         asyncio.run(setup(*argv[2:5]))
         return 0
     phases = {"devices": devices, "events": events, "signal": signal, "availability": availability,
-              "removed": removed, "commands": commands}
+              "removed": removed, "commands": commands, "settings": settings, "reset": reset}
     if cmd in phases:
         return asyncio.run(phases[cmd](*argv[2:]))
     sys.exit(f"unknown phase {cmd}")
