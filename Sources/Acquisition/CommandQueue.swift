@@ -179,8 +179,14 @@ final class CommandQueue {
         }
     }
 
-    /// Forgets the values commands set (a reload brings back the configured ones).
-    func forgetCommanded() { commanded.removeAll() }
+    /// Forgets the values commands set that the configuration sets too (a reload brings back the
+    /// configured ones); tells whether there were any. A declared setting has no configured
+    /// value: the device keeps what a command set, and it is still set again after a reconnect.
+    func forgetCommanded() -> Bool {
+        let before = commanded.count
+        commanded.removeAll { if case .declared = $0.target { false } else { true } }
+        return commanded.count != before
+    }
 
     // MARK: Running
 

@@ -279,12 +279,12 @@ public final class TagSupervisor {
         }
     }
 
-    /// Forgets the values commands set; a link where some were set is set up again, so that the
-    /// configured ones hold (a reload). Tells whether there were any.
+    /// Forgets the values commands set that the configuration sets too; a link where some were
+    /// set is set up again, so that the configured ones hold (a reload). Tells whether there
+    /// were any.
     @discardableResult
     public func restoreConfigured() -> Bool {
-        guard !commands.commanded.isEmpty else { return false }
-        commands.forgetCommanded()
+        guard commands.forgetCommanded() else { return false }
         reconnectNow(reason: "configured settings restored")
         return true
     }

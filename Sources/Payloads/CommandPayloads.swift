@@ -14,7 +14,7 @@ public enum CommandPayloads {
     public static func done(tag: String?, target: String, states: [TargetState], time: Timestamp) -> [UInt8] {
         var members = head(tag: tag, target: target, time: time)
         members.append(("ok", .bool(true)))
-        members.append(("state", .object(states.map { ($0.target.name, .string($0.value.description)) })))
+        members.append(("state", .object(states.map { ($0.target.name, stateValue($0.value)) })))
         return JSONValue.object(members).encoded
     }
 
@@ -32,6 +32,13 @@ public enum CommandPayloads {
         members.append(("error", .string(code)))
         members.append(("reason", .string(reason)))
         return JSONValue.object(members).encoded
+    }
+
+    /// A state in an answer: the plain value as a string, as on its state topic, but a record as
+    /// the JSON object it is.
+    static func stateValue(_ value: CommandValue) -> JSONValue {
+        guard case .record(let names, let values) = value else { return .string(value.description) }
+        return .object(zip(names, values).map { ($0, .number($1)) })
     }
 
     /// The state topic's payload.

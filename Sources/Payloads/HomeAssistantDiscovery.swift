@@ -285,7 +285,7 @@ public struct HomeAssistantDiscovery: Sendable {
             if field.isBinary {
                 result.append(binarySensor(device, objectID: object, name: displayName,
                                            stateTopic: stateTopic,
-                                           template: HomeAssistantDiscovery.guarded("'ON' if \(valuePath(name)) else 'OFF'", sensor),
+                                           template: HomeAssistantDiscovery.guarded(present("'ON' if \(valuePath(name)) else 'OFF'", field), sensor),
                                            deviceClass: HomeAssistantDiscovery.binaryDeviceClass(sensor)))
                 continue
             }
@@ -303,14 +303,14 @@ public struct HomeAssistantDiscovery: Sendable {
                 // A built-in timestamp is seconds since the epoch; Home Assistant shows a time.
                 let value = deviceClass == "timestamp" && field.declaredDeviceClass == nil
                     ? "(\(valuePath(name)) | int) | timestamp_custom('%Y-%m-%dT%H:%M:%S+00:00', false)" : valuePath(name)
-                members.append(("value_template", .string(HomeAssistantDiscovery.guarded(value, sensor))))
+                members.append(("value_template", .string(HomeAssistantDiscovery.guarded(present(value, field), sensor))))
                 if numeric, let unit = field.declaredUnit ?? HomeAssistantDiscovery.unit(field.unit) {
                     members.append(("unit_of_measurement", .string(unit)))
                 }
                 if let deviceClass {
                     members.append(("device_class", .string(deviceClass)))
                 }
-                if let stateClass = HomeAssistantDiscovery.stateClass(deviceClass: deviceClass, sensor: sensor) {
+                if let stateClass = HomeAssistantDiscovery.stateClass(deviceClass: deviceClass, sensor: sensor, unit: field.unit) {
                     members.append(("state_class", .string(stateClass)))
                 }
                 // Only a fixed resolution is a precision: Home Assistant refuses a negative one,
@@ -398,6 +398,12 @@ public struct HomeAssistantDiscovery: Sendable {
         sensor.isState ? "{{ (\(expression)) if value_json is defined else '' }}" : "{{ \(expression) }}"
     }
 
+    /// A field some readings leave out: nothing (which Home Assistant ignores, keeping the last
+    /// value) when this one does, instead of a template error per reading.
+    func present(_ expression: String, _ field: FieldDeclaration) -> String {
+        field.isOptional ? "(\(expression)) if \(fieldPath(field.name.description)) is defined else ''" : expression
+    }
+
     /// `value_json.fields.<name>.value` (flat: `value_json.<name>`), or the bracket form for names
     /// that are not identifiers.
     func valuePath(_ name: String) -> String {
@@ -467,7 +473,7 @@ public struct HomeAssistantDiscovery: Sendable {
         case .meter: return "distance"
         case .metersPerSecond: return sensor == .windSpeed ? "wind_speed" : "speed"
         case .wattsPerSquareMeter: return "irradiance"
-        case .kilojoule: return nil  // a heart rate's energy expended, per session: no meter's total
+        case .kilojoule: return nil  // a heart rate's energy expended, per session: no meter's energy
         case .second: return sensor == .timestamp ? "timestamp" : "duration"
         case .g, .microtesla, .degreesPerSecond, .none, .degree, .beatsPerMinute: return nil
         case .volt: return "voltage"
@@ -503,13 +509,14 @@ public struct HomeAssistantDiscovery: Sendable {
     /// a meter's energy, gas, water or volume and a rain gauge's precipitation only grow (a reset
     /// starts a new cycle, as `total_increasing` reads it), money is a total, a time or a wind
     /// direction has none; everything else is a measurement, as is a sensor without a class,
-    /// except Ruuvi's movement counter, which counts up and wraps.
-    static func stateClass(deviceClass: String?, sensor: Sensor) -> String? {
+    /// except Ruuvi's movement counter, which counts up and wraps, and a heart rate's energy
+    /// expended, which counts up until it is reset.
+    static func stateClass(deviceClass: String?, sensor: Sensor, unit: Unit = .none) -> String? {
         switch deviceClass {
         case "energy", "gas", "water", "volume", "precipitation": return "total_increasing"
         case "monetary": return "total"
         case "timestamp", "date", "enum", "wind_direction": return nil
-        default: return sensor == .movementCount ? "total_increasing" : "measurement"
+        default: return sensor == .movementCount || unit == .kilojoule ? "total_increasing" : "measurement"
         }
     }
 

@@ -254,6 +254,9 @@ public struct FieldDeclaration: Sendable {
     /// A state that is 1 or 0 (a door open or closed, a battery low or not), as BTHome's binary
     /// objects are: shown as on and off rather than as a number.
     public internal(set) var isBinary = false
+    /// Carried by some readings of the sensor only (a heart rate's energy expended, every few
+    /// beats): whoever shows the last value must not take its absence for an error.
+    public internal(set) var isOptional = false
 
     init(_ name: FieldName, _ unit: Unit) {
         self.name = name
@@ -267,6 +270,14 @@ public struct FieldDeclaration: Sendable {
         self.isBits = true
     }
 
+    /// The same, carried by some readings only.
+    func optional(binary: Bool = false) -> FieldDeclaration {
+        var copy = self
+        copy.isOptional = true
+        copy.isBinary = binary
+        return copy
+    }
+
     /// The same field as the `ordinal`th object of its kind in a packet (`temperature_2`); nil
     /// for a declared field.
     public func numbered(_ ordinal: Int) -> FieldDeclaration? {
@@ -276,6 +287,7 @@ public struct FieldDeclaration: Sendable {
         copy.declaredUnit = declaredUnit
         copy.declaredDeviceClass = declaredDeviceClass
         copy.isBinary = isBinary
+        copy.isOptional = isOptional
         return copy
     }
 }

@@ -216,9 +216,11 @@ public struct SensorProfile: Sendable {
         case .essWindSpeed: return [FieldDeclaration("speed", .metersPerSecond)]
         case .essWindDirection: return [FieldDeclaration("direction", .degree)]
         case .heartRate:
-            // The contact, energy and RR fields appear only when a measurement carries them.
-            return [FieldDeclaration("heart_rate", .beatsPerMinute), FieldDeclaration("contact", .none),
-                    FieldDeclaration("energy_expended", .kilojoule)] + HeartRate.rrNames.map { FieldDeclaration($0, .second) }
+            // The contact, energy and RR fields appear only when a measurement carries them;
+            // contact is skin touched or not.
+            return [FieldDeclaration("heart_rate", .beatsPerMinute), FieldDeclaration("contact", .none).optional(binary: true),
+                    FieldDeclaration("energy_expended", .kilojoule).optional()]
+                + HeartRate.rrNames.map { FieldDeclaration($0, .second).optional() }
         case .advertised(let fields):
             return fields
         case .declared(let d):

@@ -665,11 +665,19 @@ public final class SensorTagEmulator {
 
     /// A fresh attribute table as the faults ask for it: every sensor off, periods and CCCDs at
     /// their defaults.
+    /// A declared profile's settings are the device's own (a thermostat's setpoint), kept
+    /// across links as a real device keeps them in its memory.
     private func rebuildTable() {
         for s in sensors { loop.cancel(s.timer) }
+        let settings = (model.profile?.settings ?? []).compactMap { setting in
+            table.valueHandle(setting.uuid, in: setting.service).map { (setting, table[$0]!.value) }
+        }
         tableShape = TableShape(faults)
         server.table = AttributeTable(model: model, userDescriptions: userDescriptions,
                                       sensorServices: tableShape.sensorServices, strings: tableShape.strings?.bytes)
+        for (setting, value) in settings {
+            if let h = table.valueHandle(setting.uuid, in: setting.service) { server.table.setValue(value, at: h) }
+        }
         buildSensors()
         if let h = table.valueHandle(Battery.Level.uuid) { server.table.setValue([batteryLevel], at: h) }
     }

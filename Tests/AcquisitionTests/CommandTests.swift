@@ -282,6 +282,11 @@ extension UInt16 {
                 == .success([TargetState(.declared("band"), .record(names: ["low", "high"], values: [17, 24]))]),
                 "one member set, the other as the device had it")
         #expect(e.writeLog.last?.bytes == [0x00, 0xAA, 0x00, 0xF0])
+        // A reload has no configured value to bring back: the link stays, the values stay set.
+        let connections = e.connections
+        #expect(!s.restoreConfigured())
+        fleet.run(for: .seconds(5))
+        #expect(e.connections == connections && s.state == .streaming)
         let before = e.writeLog.count
         for (target, payload) in [("setpoint", "30.5"), ("setpoint", "21.3"), ("mode", "turbo"), ("label", "a label too long")] {
             guard case .failure(.invalid) = run(fleet, s, target, payload) else { Issue.record("\(target) = \(payload) taken"); continue }

@@ -175,3 +175,39 @@ import Testing
         #expect((without["cmps"] as? [String: [String: Any]])?["reset_energy_expended"] == nil, "only with the heart rate")
     }
 }
+
+@Suite struct HeartRateDiscoveryTests {
+    /// A heart rate's energy expended, contact and RR intervals come in some measurements only:
+    /// their templates give nothing (Home Assistant keeps the last value) instead of an error for
+    /// the others; contact is on or off; the energy counts up until it is reset.
+    @Test func fieldsSomeReadingsLeaveOutAreGuarded() throws {
+        let topics = try Topics(prefix: "collectord", client: "pi")
+        let device = HomeAssistantDiscovery.Device(tag: "strap", address: "C0:FF:EE:00:00:02", model: .gatt)
+        let discovery = HomeAssistantDiscovery(topics: topics, softwareVersion: "1.0")
+        let config = try #require(try JSONSerialization.jsonObject(with: Data(discovery.configs(for: device, sensors: [.heartRate])[0].payload)) as? [String: Any])
+        let cmps = try #require(config["cmps"] as? [String: [String: Any]])
+        let rate = try #require(cmps["heart_rate_heart_rate"])
+        #expect(rate["value_template"] as? String == "{{ value_json.fields.heart_rate.value }}")
+        let energy = try #require(cmps["heart_rate_energy_expended"])
+        #expect(energy["value_template"] as? String
+                == "{{ (value_json.fields.energy_expended.value) if value_json.fields.energy_expended is defined else '' }}")
+        #expect(energy["state_class"] as? String == "total_increasing" && energy["device_class"] == nil)
+        #expect((cmps["heart_rate_rr_2"]?["value_template"] as? String)?.contains("value_json.fields.rr_2 is defined") == true)
+        let contact = try #require(cmps["heart_rate_contact"])
+        #expect(contact["p"] as? String == "binary_sensor")
+        #expect(contact["value_template"] as? String
+                == "{{ ('ON' if value_json.fields.contact.value else 'OFF') if value_json.fields.contact is defined else '' }}")
+    }
+
+    /// A record's state in an answer is the JSON object it is, not a string holding one.
+    @Test func aRecordsStateIsAnObjectInTheAnswer() throws {
+        let answer = CommandPayloads.done(tag: "lounge", target: "band",
+                                          states: [TargetState(.declared("band"), .record(names: ["low", "high"], values: [18.5, 24]))],
+                                          time: Timestamp(WallTime(nanosecondsSinceEpoch: 0)))
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(answer)) as? [String: Any])
+        let band = try #require((json["state"] as? [String: Any])?["band"] as? [String: Double])
+        #expect(band == ["low": 18.5, "high": 24])
+        #expect(String(decoding: CommandPayloads.state(.record(names: ["low", "high"], values: [18.5, 24])), as: UTF8.self)
+                == #"{"low":18.5,"high":24}"#, "the state topic's payload, which Home Assistant's templates read")
+    }
+}

@@ -269,12 +269,13 @@ DEVICES = {
         "band_high": control("number", "config", unit="°C"),
         "signal_strength": LINK,
     }),
-    # A heart-rate strap (model gatt, heart_rate only, commands = true): its rate, contact and
-    # energy expended, the RR intervals disabled, and the button that resets the energy.
+    # A heart-rate strap (model gatt, heart_rate only, commands = true): its rate, contact (on or
+    # off), the energy expended (counting up until the button resets it), the RR intervals
+    # disabled, and the button.
     "heart_rate_strap": device("Environmental Sensor", "collectord emulator", True, {
         "heart_rate_heart_rate": sensor("bpm", precision=0, within=(30, 220)),
-        "heart_rate_contact": sensor(None, precision=0, category="diagnostic", within=(0, 1)),
-        "heart_rate_energy_expended": sensor("kJ", precision=0, within=(0, 65535)),
+        "heart_rate_contact": binary(),
+        "heart_rate_energy_expended": sensor("kJ", precision=0, state_class="total_increasing", within=(0, 65535)),
         **{f"heart_rate_rr_{i}": sensor("s", "duration", precision=3, enabled=False) for i in range(1, 10)},
         "reset_energy_expended": control("button", "config"),
         "signal_strength": LINK,
