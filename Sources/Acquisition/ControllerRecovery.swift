@@ -106,10 +106,10 @@ final class ControllerRecovery {
     }
 
     /// A wedge was found on controller `index`: the next step is run now, or once `interval`
-    /// has passed since the last. `event` gets each event; `finished` runs after the step (the
-    /// adapter may be opened again), or never when the adapter is given up.
+    /// has passed since the last. `event` gets each event; `finished` runs after the step with
+    /// its outcome (the adapter may be opened again), or never when the adapter is given up.
     func wedged(_ wedge: Wedge, adapter: String, index: Int32, control: ControllerControl,
-                _ event: @escaping (ControllerEvent) -> Void, finished: @escaping () -> Void) {
+                _ event: @escaping (ControllerEvent) -> Void, finished: @escaping (StepOutcome) -> Void) {
         guard !gaveUp else { return }
         loop.cancel(healthyTimer)
         healthyTimer = nil
@@ -118,8 +118,16 @@ final class ControllerRecovery {
         scheduleStep(wedge, adapter: adapter, index: index, control: control, event, finished: finished)
     }
 
+    /// The last step did not cure it (it failed, or the controller cannot be opened after it):
+    /// the next one, as for a wedge found again, without counting another wedge.
+    func notCured(adapter: String, index: Int32, control: ControllerControl,
+                  _ event: @escaping (ControllerEvent) -> Void, finished: @escaping (StepOutcome) -> Void) {
+        guard !gaveUp, let pending else { return }
+        scheduleStep(pending.wedge, adapter: adapter, index: index, control: control, event, finished: finished)
+    }
+
     private func scheduleStep(_ wedge: Wedge, adapter: String, index: Int32, control: ControllerControl,
-                              _ event: @escaping (ControllerEvent) -> Void, finished: @escaping () -> Void) {
+                              _ event: @escaping (ControllerEvent) -> Void, finished: @escaping (StepOutcome) -> Void) {
         guard attempts < settings.maxAttempts, let step = nextStep() else {
             gaveUp = true
             counters.gaveUp = true
@@ -148,7 +156,7 @@ final class ControllerRecovery {
                     self.scheduleStep(wedge, adapter: adapter, index: index, control: control, event, finished: finished)
                     return
                 }
-                finished()
+                finished(outcome)
             }
         }
     }

@@ -114,7 +114,8 @@ public final class KernelControllerControl: ControllerControl {
             let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 1 /* BTPROTO_HCI */)
             guard fd >= 0 else { return (1, errno) }
             defer { close(fd) }
-            if ioctl(fd, KernelControllerControl.hciDevReset, index) < 0 { return (2, errno) }
+            // A controller left down by a failed power cycle cannot be reset, only brought up.
+            if ioctl(fd, KernelControllerControl.hciDevReset, index) < 0 && errno != ENETDOWN { return (2, errno) }
             if ioctl(fd, KernelControllerControl.hciDevDown, index) < 0 { return (3, errno) }
             if ioctl(fd, KernelControllerControl.hciDevUp, index) < 0 && errno != EALREADY { return (4, errno) }
             return (0, 0)

@@ -449,11 +449,18 @@ public final class TagFleet {
         rebalance()
         line.recovery.wedged(wedge, adapter: name, index: index, control: control,
                              { [weak self] in self?.onControllerEvent?($0) },
-                             finished: { [weak self, unowned line] in
-                                 guard let self, self.started else { return }
-                                 if line.open == nil { self.openLine(line) }
-                                 self.rebalance()
-                             })
+                             finished: { [weak self, unowned line] in self?.stepTaken(line, index: index, control: control, $0) })
+    }
+
+    /// After a recovery step: the adapter is opened again and judged afresh; a step that failed,
+    /// or left a controller that cannot be opened, is followed by the next (or the give-up).
+    private func stepTaken(_ line: Line, index: Int32, control: ControllerControl, _ outcome: StepOutcome) {
+        guard started else { return }
+        if line.open == nil { openLine(line) }
+        rebalance()
+        if case .done = outcome, line.open != nil { return }
+        line.recovery.notCured(adapter: line.name, index: index, control: control, { [weak self] in self?.onControllerEvent?($0) },
+                               finished: { [weak self, unowned line] in self?.stepTaken(line, index: index, control: control, $0) })
     }
 
     /// What a tag's connection events tell of its adapter's controller.

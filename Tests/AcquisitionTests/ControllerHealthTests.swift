@@ -162,7 +162,7 @@ final class ScriptedControl: ControllerControl {
         }
         func wedge(_ w: Wedge = .commands) {
             recovery.wedged(w, adapter: "hci0", index: 0, control: control, { [unowned self] in self.events.append($0) },
-                            finished: { [unowned self] in self.finished += 1 })
+                            finished: { [unowned self] _ in self.finished += 1 })
         }
         func run(_ d: Duration) { loop.run(until: { false }, limit: d) }
         var stepTimes: [Instant] = []

@@ -15,6 +15,8 @@ import Reactor
 final class FakeControllerControl: ControllerControl {
     unowned let system: FakeControllers
     var cures: (RecoveryStep) -> Bool = { _ in true }
+    /// The step fails and leaves the controller down (a power cycle whose power-on times out).
+    var fails = false
     var steps: [RecoveryStep] = []
     init(_ system: FakeControllers) { self.system = system }
 
@@ -31,6 +33,10 @@ final class FakeControllerControl: ControllerControl {
         }
         if cures(step) { system.controllers[i].wedged = false }
         system.down(i)
+        if fails {
+            system.loop.schedule(after: .seconds(2)) { completion(.failed("Set Powered on: management status 0x5")) }
+            return
+        }
         system.loop.schedule(after: .seconds(2)) { [system] in
             system.up(i)
             completion(.done)
@@ -109,6 +115,26 @@ final class FakeControllerControl: ControllerControl {
         rig.system.up(0)
         #expect(rig.run(until: { rig.fleet.adapterStates[0].up != nil }, limit: .seconds(30)))
         #expect(!rig.fleet.recoveryCounters[0].gaveUp)
+    }
+
+    /// Steps that fail and leave the controller down are followed by the next without waiting for
+    /// the wedge to be found again (a closed controller shows nothing), then the give-up.
+    @Test func failedStepsAreFollowedByTheNextThenTheGiveUp() throws {
+        let (rig, control, events) = try rig()
+        control.cures = { _ in false }
+        control.fails = true
+        rig.add("a")
+        rig.fleet.recovery = RecoverySettings(interval: .seconds(20), maxAttempts: 2)
+        rig.fleet.start()
+        #expect(rig.run(until: { rig.state("a") == .streaming }))
+        let home = rig.fleet.adapterName(of: "a")
+        let index = home == "hci0" ? 0 : 1
+        statsEvery(rig, .seconds(10))
+        rig.system.controllers[index].wedged = true
+        #expect(rig.run(until: { events().contains(.gaveUp(adapter: home ?? "", attempts: 2)) }, limit: .seconds(300)), "\(events())")
+        #expect(control.steps == [.powerCycle, .hciReset])
+        #expect(events().filter { if case .wedged = $0 { true } else { false } }.count == 1, "found once: \(events())")
+        #expect(rig.run(until: { rig.state("a") == .streaming && rig.fleet.adapterName(of: "a") != home }, limit: .seconds(60)))
     }
 
     /// Recovery off: a wedged controller is only what it seems, up.
