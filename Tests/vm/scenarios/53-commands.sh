@@ -1,7 +1,9 @@
 #!/bin/bash
 # Commands from MQTT reach an emulated CC2650 and a generic device's declared setting over real LE links as the expected ATT writes, the state read back is published and each is answered; timed from the /set to the write and to the /result.
 # vm-timeout: 240
-# Issue #26: a CC2650 emulator on hci1 and a generic device with a declared setting on hci2
+# vm-controllers: 4
+# Issue #26: a CC2650 emulator on hci1, a generic device with a declared setting on hci2 and a
+# standard heart-rate strap on hci3 (its Heart Rate Control Point: reset the energy expended)
 # (each its own process and controller) log every write they take with the time; the daemon on
 # hci0 takes commands from mosquitto_pub. Each command must reach the peripheral as the expected
 # bytes on the expected characteristic (the emulators' logs, and btmon's ATT Write Requests), its
@@ -23,12 +25,15 @@ printf '\n[[tag]]\nname = "a"\naddress = "%s"\nmodel = "cc2650"\ncommands = true
 { echo; cat "$REPO/Tests/vm/fixtures/thermostat-profile.conf"; } >> "$CONF"
 printf '\n[[tag]]\nname = "b"\naddress = "%s"\nprofile = "thermostat"\ncommands = ["setpoint"]\n' "$HCI2_ADDR" >> "$CONF"
 SETPOINT="6E400010-B5A3-F393-E0A9-E50E24DCCA9E"
+printf '\n[[tag]]\nname = "c"\naddress = "%s"\nmodel = "gatt"\ncommands = ["reset_energy_expended"]\n[tag.sensors.heart_rate]\n' "$HCI3_ADDR" >> "$CONF"
 step 10 check-config "$COLLECTORD" check-config --config "$CONF" || fail "configuration rejected"
 
 start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
 start emulate-b "$COLLECTORD" emulate --model gatt --profile thermostat --config "$CONF" --adapter hci2 --seed 2
 wait_for "$OUT/emulate-a.log" 'advertising on hci1' 15 || fail "cc2650 emulator did not advertise"
 wait_for "$OUT/emulate-b.log" 'advertising on hci2' 15 || fail "thermostat emulator did not advertise"
+start emulate-c "$COLLECTORD" emulate --model gatt --adapter hci3 --seed 3
+wait_for "$OUT/emulate-c.log" 'advertising on hci3' 15 || fail "strap emulator did not advertise"
 start daemon "$COLLECTORD" run --config "$CONF"
 wait_for "$OUT/mqtt.log" 'collectord/tags/a/led1/state OFF' 60 \
   || { mqtt_show "$OUT/mqtt.log"; fail "no led1 state 60 s after the daemon started"; }
@@ -72,6 +77,17 @@ pub_b setpoint 21.3
 wait_for "$OUT/mqtt.log" 'collectord/tags/b/setpoint/result \{.*"error":"invalid_value"' 20 || fail "setpoint = 21.3 (not a 0.5 step) was not refused"
 [ "$(count "$OUT/emulate-b.log" "took write $SETPOINT")" -eq 1 ] || fail "a refused setpoint was written"
 log "ok: the declared setpoint written as 00 D7, read back as 21.5; 21.3 refused, nothing written"
+
+# The strap's energy reset: PRESS writes 01 to the Heart Rate Control Point (2A39), answered ok
+# with no state; anything else is refused and nothing written.
+wait_for "$OUT/mqtt.log" 'collectord/tags/c/heart_rate \{.*"energy_expended"' 60 || { mqtt_show "$OUT/mqtt.log"; fail "no energy expended from the strap"; }
+mosquitto_pub -h "$MQTT_HOST" -p "$MQTT_PORT" -q 1 -t collectord/tags/c/reset_energy_expended/set -m ON
+wait_for "$OUT/mqtt.log" 'collectord/tags/c/reset_energy_expended/result \{.*"error":"invalid_value"' 20 || fail "reset = ON was not refused"
+mosquitto_pub -h "$MQTT_HOST" -p "$MQTT_PORT" -q 1 -t collectord/tags/c/reset_energy_expended/set -m PRESS
+wait_for "$OUT/mqtt.log" 'collectord/tags/c/reset_energy_expended/result \{.*"ok":true' 20 || { mqtt_show "$OUT/mqtt.log"; fail "reset: no ok answer"; }
+wait_for "$OUT/emulate-c.log" 'took write [0-9A-F-]*2A39[0-9A-F-]* 01 at' 10 || { tail -20 "$OUT/emulate-c.log"; fail "the strap did not take 01 on its control point"; }
+[ "$(count "$OUT/emulate-c.log" 'took write [0-9A-F-]*2A39')" -eq 1 ] || fail "the refused reset was written"
+log "ok: the strap's control point written 01 once; ON refused"
 expect "$OUT/mqtt.log" 'collectord/tags/a/led2/result \{.*"state":\{"led1":"ON","led2":"ON","buzzer":"OFF"\}' "led2's answer holds the three outputs read back"
 writes_after=$(count "$OUT/btmon.txt" 'ATT: Write Request')
 [ $(( writes_after - writes_before )) -ge 8 ] || fail "btmon saw $(( writes_after - writes_before )) ATT Write Requests for 8 writes"
