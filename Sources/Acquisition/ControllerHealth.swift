@@ -59,9 +59,9 @@ public struct ControllerHealthSettings: Sendable, Equatable {
     public init() {}
 
     /// With devices that only advertise whose longest `stale_after` is `staleAfter`: silent for
-    /// three times that, and at least five minutes, before the radio is suspected.
+    /// three times that, and at least a minute, before the radio is suspected.
     public init(staleAfter: Duration?) {
-        silence = staleAfter.map { max($0 * 3, .seconds(300)) }
+        silence = staleAfter.map { max($0 * 3, .seconds(60)) }
     }
 }
 

@@ -142,7 +142,8 @@ final class ScriptedControl: ControllerControl {
 
     @Test func theSilenceFollowsTheDevicesStaleAfter() {
         #expect(ControllerHealthSettings(staleAfter: nil).silence == nil)
-        #expect(ControllerHealthSettings(staleAfter: .seconds(30)).silence == .seconds(300))
+        #expect(ControllerHealthSettings(staleAfter: .seconds(10)).silence == .seconds(60))
+        #expect(ControllerHealthSettings(staleAfter: .seconds(30)).silence == .seconds(90))
         #expect(ControllerHealthSettings(staleAfter: .seconds(600)).silence == .seconds(1800))
     }
 }
