@@ -23,7 +23,8 @@ printf '\n[[tag]]\nname = "a"\naddress = "%s"\nmodel = "cc2650"\ncommands = true
   "$HCI1_ADDR" >> "$CONF"
 # A generic device whose profile declares a setting: a setpoint in 0.1 °C, a big-endian int16.
 { echo; cat "$REPO/Tests/vm/fixtures/thermostat-profile.conf"; } >> "$CONF"
-printf '\n[[tag]]\nname = "b"\naddress = "%s"\nprofile = "thermostat"\ncommands = ["setpoint"]\n' "$HCI2_ADDR" >> "$CONF"
+# Its own sensor only: the emulator also serves every standard one, which would only load the guest.
+printf '\n[[tag]]\nname = "b"\naddress = "%s"\nprofile = "thermostat"\ncommands = ["setpoint"]\n[tag.sensors.climate]\n' "$HCI2_ADDR" >> "$CONF"
 SETPOINT="6E400010-B5A3-F393-E0A9-E50E24DCCA9E"
 printf '\n[[tag]]\nname = "c"\naddress = "%s"\nmodel = "gatt"\ncommands = ["reset_energy_expended"]\n[tag.sensors.heart_rate]\n' "$HCI3_ADDR" >> "$CONF"
 step 10 check-config "$COLLECTORD" check-config --config "$CONF" || fail "configuration rejected"
