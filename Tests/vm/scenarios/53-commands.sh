@@ -1,6 +1,6 @@
 #!/bin/bash
 # Commands from MQTT reach an emulated CC2650 and a generic device's declared setting over real LE links as the expected ATT writes, the state read back is published and each is answered; timed from the /set to the write and to the /result.
-# vm-timeout: 240
+# vm-timeout: 300
 # vm-controllers: 4
 # Issue #26: a CC2650 emulator on hci1, a generic device with a declared setting on hci2 and a
 # standard heart-rate strap on hci3 (its Heart Rate Control Point: reset the energy expended)
