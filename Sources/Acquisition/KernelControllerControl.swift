@@ -12,9 +12,7 @@
 // skipped (a drop-in with PrivateDevices=no, DeviceAllow=char-usb_device rw and
 // SupplementaryGroups owning the node, or running as root, makes it possible).
 
-#if canImport(Glibc)
 import Glibc
-#endif
 import LinuxSystem
 import Reactor
 
@@ -110,10 +108,14 @@ public final class KernelControllerControl: ControllerControl {
     static let hciDevReset: UInt = 0x400448CB
 
     private func hciReset(_ index: Int32, _ completion: @escaping (StepOutcome) -> Void) {
-        offload({
-            let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 1 /* BTPROTO_HCI */)
-            guard fd >= 0 else { return (1, errno) }
-            defer { close(fd) }
+        let fd: Int32
+        do {
+            fd = try HCIChannel.socket()
+        } catch {
+            loop.schedule(after: .zero) { completion(.unavailable("no HCI socket: \(error)")) }
+            return
+        }
+        offload(fd, { fd in
             // A controller left down by a failed power cycle cannot be reset, only brought up.
             if ioctl(fd, KernelControllerControl.hciDevReset, index) < 0 && errno != ENETDOWN { return (2, errno) }
             if ioctl(fd, KernelControllerControl.hciDevDown, index) < 0 { return (3, errno) }
@@ -123,9 +125,9 @@ public final class KernelControllerControl: ControllerControl {
             let what = ["", "HCI socket", "HCIDEVRESET", "HCIDEVDOWN", "HCIDEVUP"]
             switch (stage, error) {
             case (0, _): completion(.done)
-            case (_, EPERM), (_, EACCES): completion(.unavailable("\(what[Int(stage)]): \(SystemError.reason(error)) (needs CAP_NET_ADMIN)"))
+            case (_, EPERM), (_, EACCES): completion(.unavailable("\(what[max(0, min(Int(stage), 4))]): \(SystemError.reason(error)) (needs CAP_NET_ADMIN)"))
             case (-1, _): completion(.failed("could not start the reset: \(SystemError.reason(error))"))
-            default: completion(.failed("\(what[min(Int(stage), 4)]): \(SystemError.reason(error))"))
+            default: completion(.failed("\(what[max(0, min(Int(stage), 4))]): \(SystemError.reason(error))"))
             }
         }
     }
@@ -137,20 +139,19 @@ public final class KernelControllerControl: ControllerControl {
             loop.schedule(after: .zero) { completion(.unavailable("hci\(index) is not a USB controller")) }
             return
         }
-        let path = Array(node.utf8CString)
-        offload({
-            let fd = path.withUnsafeBufferPointer { open($0.baseAddress!, O_WRONLY | O_CLOEXEC) }
-            guard fd >= 0 else { return (1, errno) }
-            defer { close(fd) }
-            if ioctl(fd, KernelControllerControl.usbDevFsReset, 0) < 0 { return (2, errno) }
-            return (0, 0)
+        let fd = open(node, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let e = errno
+            let outcome: StepOutcome = e == ENOENT || e == EACCES || e == EPERM
+                ? .unavailable("\(node): \(SystemError.reason(e)) (a USB reset needs root and the device node; the unit's PrivateDevices=yes hides it)")
+                : .failed("\(node): open: \(SystemError.reason(e))")
+            loop.schedule(after: .zero) { completion(outcome) }
+            return
+        }
+        offload(fd, { fd in
+            ioctl(fd, KernelControllerControl.usbDevFsReset, 0) < 0 ? (2, errno) : (0, 0)
         }) { stage, error in
-            switch (stage, error) {
-            case (0, _): completion(.done)
-            case (1, ENOENT), (1, EACCES), (1, EPERM):
-                completion(.unavailable("\(node): \(SystemError.reason(error)) (a USB reset needs root and the device node; the unit's PrivateDevices=yes hides it)"))
-            default: completion(.failed("\(node): \(stage == 1 ? "open" : "USBDEVFS_RESET"): \(SystemError.reason(error))"))
-            }
+            completion(stage == 0 ? .done : .failed("\(node): USBDEVFS_RESET: \(SystemError.reason(error))"))
         }
     }
 
@@ -176,9 +177,11 @@ public final class KernelControllerControl: ControllerControl {
 
     // MARK: A blocking call off the loop
 
-    /// Runs `work` in a child process and gives its (stage, errno) to `completion` on the loop;
-    /// (-1, errno) when the child could not be started. `work` must make system calls only.
-    private func offload(_ work: @escaping () -> (Int32, Int32), _ completion: @escaping (Int32, Int32) -> Void) {
+    /// Runs `work` on `fd` (opened by the caller, closed here) in a child process and gives its
+    /// (stage, errno) to `completion` on the loop; (-1, errno) when the child could not be
+    /// started. `work` must make system calls only.
+    private func offload(_ fd: Int32, _ work: @escaping (Int32) -> (Int32, Int32), _ completion: @escaping (Int32, Int32) -> Void) {
+        defer { close(fd) }
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else {
             let e = errno
@@ -196,7 +199,7 @@ public final class KernelControllerControl: ControllerControl {
         let pid = fork()
         if pid == 0 {
             close(fds[0])
-            var result = work()
+            var result = work(fd)
             _ = withUnsafeBytes(of: &result) { write(fds[1], $0.baseAddress, 8) }
             _exit(0)
         }
