@@ -3,24 +3,31 @@
 # the host's root, Bluetooth with hci_vhci for btvirt, and the crypto btvirt and the kernel's
 # ECDH self-test need), a /sbin/modprobe stub and Tests/vm/init. Prints "KERNEL INITRAMFS".
 #
-#   Tests/vm/build-initramfs.sh [CACHE_DIR]
+#   Tests/vm/build-initramfs.sh [CACHE_DIR [KERNEL_ROOT]]
 #
-# The kernel is Debian's linux-image-amd64 installed on the host: the newest /boot/vmlinuz-*
-# whose modules include hci_vhci. Cached under a key of kernel version and the inputs.
+# Without KERNEL_ROOT the kernel is Debian's linux-image-amd64 installed on the host: the newest
+# /boot/vmlinuz-* whose modules include hci_vhci. With it, the kernel and its modules come from
+# that root (KERNEL_ROOT/boot/vmlinuz-KVER, KERNEL_ROOT/lib/modules/KVER with modules.dep, as
+# Tests/vm/fetch-kernel.sh makes it), for a kernel not installed here. Cached under a key of
+# kernel version and the inputs, one build per kernel.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cache="${1:-$repo/.build-vm/initramfs}"
+kroot="${2:-}"
+[ -z "$kroot" ] || kroot="$(cd "$kroot" && pwd)"
 
 kver=""
-for k in $(ls -1 /boot/vmlinuz-* 2>/dev/null | sed 's|/boot/vmlinuz-||' | sort -V -r); do
-  if [ -n "$(find "/lib/modules/$k/kernel/drivers/bluetooth" -name 'hci_vhci.ko*' 2>/dev/null)" ]; then
+for k in $(ls -1 "$kroot"/boot/vmlinuz-* 2>/dev/null | sed 's|.*/boot/vmlinuz-||' | sort -V -r); do
+  if [ -n "$(find "$kroot/lib/modules/$k/kernel/drivers/bluetooth/" -name 'hci_vhci.ko*' 2>/dev/null)" ]; then
     kver=$k
     break
   fi
 done
-[ -n "$kver" ] || { echo "build-initramfs: no /boot/vmlinuz-* with hci_vhci (apt install linux-image-amd64)" >&2; exit 1; }
-kernel=/boot/vmlinuz-$kver
+[ -n "$kver" ] || { echo "build-initramfs: no ${kroot:-}/boot/vmlinuz-* with hci_vhci (apt install linux-image-amd64)" >&2; exit 1; }
+kernel=$kroot/boot/vmlinuz-$kver
+modprobe=(modprobe -S "$kver")
+[ -z "$kroot" ] || modprobe+=(-d "$kroot")
 
 # Load order (see docs in Tests/vm/README.md): virtio and 9p first; the random number generators
 # before ecdh_generic (it self-tests with them; sha3_generic before jitterentropy_rng); then
@@ -34,7 +41,7 @@ wanted=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pc
 
 key="$( { echo "$kver ${wanted[*]}"; cat "$0" "$here/init" "$here/modprobe-stub"; \
           ls -l /bin/busybox "$kernel"; } | sha256sum | cut -c1-16)"
-out="$cache/$key"
+out="$cache/$kver/$key"
 if [ -f "$out/initramfs.cpio" ]; then
   echo "$kernel $out/initramfs.cpio"
   exit 0
@@ -74,10 +81,14 @@ for m in "${wanted[@]}"; do
       *)        cp "$path" "$root/modules/$name.ko" ;;
     esac
     echo "$name" >> "$root/modules/order"
-  done < <(modprobe -S "$kver" --show-depends "$m" 2>/dev/null || echo "missing $m")
+  done < <("${modprobe[@]}" --show-depends "$m" 2>/dev/null || echo "missing $m")
 done
+# Where the stub's modprobe finds this kernel's modules in the guest (the host's root).
+echo "$kroot" > "$root/modules/root"
 
-find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name "root.*" -exec rm -rf {} +  # older builds
+find "$cache" -mindepth 1 -maxdepth 1 -type d -regextype posix-extended -regex '.*/[0-9a-f]{16}' \
+  -exec rm -rf {} +  # builds of the layout before one folder per kernel
+find "$cache/$kver" -mindepth 1 -maxdepth 1 -type d -exec rm -rf {} + 2>/dev/null || true  # this kernel's older builds
 mkdir -p "$out"
 (cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$out/initramfs.cpio.tmp"
 mv "$out/initramfs.cpio.tmp" "$out/initramfs.cpio"

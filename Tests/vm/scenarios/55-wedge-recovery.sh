@@ -15,13 +15,13 @@
 #      b stream on hci1, and hci0 is not touched again.
 # The times from the wedge to its detection, to the step and to the cure are logged.
 . "$VM_LIB"
-# Debian 12's kernel (6.1.192) hits "kernel BUG at lib/list_debug.c:56" (hci_chan_del from
-# l2cap_sock_release) when the tag's emulator closes the link the recovery's reset dropped: the
-# emulator dies and the guest's Bluetooth with it (issue #27, "the kernel underneath"). The
-# recovery itself is done by then; the scenario needs a kernel without the bug.
-case "$(uname -r)" in
-  6.1.*) skip "kernel $(uname -r) crashes when a peripheral closes a link a controller reset dropped; run with a newer kernel" ;;
-esac
+# Debian 12's kernel from 6.1.191 on (6.1.0-55, 6.1.0-56) hits "kernel BUG at
+# lib/list_debug.c:56" (hci_chan_del from l2cap_sock_release) when the tag's emulator closes the
+# link the daemon made from hci1 and dropped before sending anything on it (README, "The kernel
+# underneath"): the emulator dies and the guest's Bluetooth with it. Any other kernel runs it.
+if [[ $(uname -v) =~ Debian\ 6\.1\.([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -ge 191 ]; then
+  skip "kernel $(uname -r) ($(uname -v | grep -o 'Debian [^ ]*')) frees an hci_chan twice when a socket is closed after its link went; run with VM_KERNEL=trixie"
+fi
 CONF=$OUT/collectord.conf
 M=$OUT/mqtt.log
 ev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\""; }
