@@ -98,7 +98,6 @@ final class ControllerHealth {
     private var lastHeard: [BluetoothAddress: Instant] = [:]
     private var silenceTimer: TimerID?
     private var wedged = false
-    private(set) var probes = 0
 
     init(settings: ControllerHealthSettings, loop: EventLoop) {
         self.settings = settings
@@ -184,7 +183,6 @@ final class ControllerHealth {
         if !force, let last = lastProbe, loop.now - last < settings.probeSpacing { return }
         probing = symptom
         lastProbe = loop.now
-        probes += 1
         onProbe?()
     }
 

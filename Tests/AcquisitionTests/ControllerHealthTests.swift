@@ -166,7 +166,6 @@ final class ScriptedControl: ControllerControl {
                             finished: { [unowned self] _ in self.finished += 1 })
         }
         func run(_ d: Duration) { loop.run(until: { false }, limit: d) }
-        var stepTimes: [Instant] = []
     }
 
     /// Each wedge found again takes the next step, no sooner than `interval` after the last; the
