@@ -156,14 +156,19 @@ public final class KernelControllerControl: ControllerControl {
     }
 
     /// /dev/bus/usb/BBB/DDD of controller `index` when it sits on USB: sysfs's device link of
-    /// hciN is the USB interface (…/1-1.3:1.0), whose parent has `busnum` and `devnum`.
+    /// hciN is the USB interface (…/1-1.3:1.0), whose subsystem is `usb` and whose parent has
+    /// `busnum` and `devnum`. The device link itself is relative (../../../1-1.3:1.0), so the
+    /// subsystem link says what bus it is on, not the path.
     static func usbDeviceNode(_ index: Int32, sysfs: String = "/sys") -> String? {
         var buffer = [CChar](repeating: 0, count: 4096)
-        let link = "\(sysfs)/class/bluetooth/hci\(index)/device"
+        let link = "\(sysfs)/class/bluetooth/hci\(index)/device/subsystem"
         let n = readlink(link, &buffer, buffer.count - 1)
         guard n > 0 else { return nil }
-        let target = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        guard target.contains("/usb") else { return nil }
+        // The last path component, compared as bytes: String.contains(String) and friends would
+        // link the regex engine into the binary.
+        let target = buffer[0..<n].map { UInt8(bitPattern: $0) }
+        let last = target.split(separator: UInt8(ascii: "/")).last
+        guard let last, last.elementsEqual("usb".utf8) else { return nil }
         let interface = "\(sysfs)/class/bluetooth/hci\(index)/device/.."
         guard let bus = Self.number(interface + "/busnum"), let dev = Self.number(interface + "/devnum") else { return nil }
         func three(_ n: Int) -> String { String(repeating: "0", count: max(0, 3 - String(n).count)) + String(n) }
