@@ -32,6 +32,13 @@ public struct Statistics: Sendable {
         public var truncatedBytes: Int = 0
         public var skippedBytes: Int = 0
         public var repairedSegments: Int = 0
+        /// "ok", or "failing" while the spool's medium fails and messages are held in memory.
+        public var medium = "ok"
+        /// Times the spool was given up because its medium failed.
+        public var mediumFailures: UInt64 = 0
+        /// Messages held in memory meanwhile, and those dropped from memory for room.
+        public var held = 0
+        public var heldDropped: UInt64 = 0
         public init() {}
     }
 
@@ -167,6 +174,10 @@ extension ControlPayloads {
                     ("truncated_bytes", .integer(Int64(spool.truncatedBytes))),
                     ("skipped_bytes", .integer(Int64(spool.skippedBytes))),
                     ("segments", .integer(Int64(spool.repairedSegments)))])),
+                ("medium", .string(spool.medium)),
+                ("medium_failures", .integer(Int64(clamping: spool.mediumFailures))),
+                ("held_in_memory", .integer(Int64(spool.held))),
+                ("held_dropped", .integer(Int64(clamping: spool.heldDropped))),
             ])))
         }
         if let readings = s.readings { members.append(("readings", .integer(Int64(clamping: readings)))) }

@@ -1,5 +1,8 @@
 // The ordered, at-least-once path of readings and events to the broker.
 
+#if canImport(Glibc)
+import Glibc
+#endif
 import SharedTypes
 import Reactor
 import Spooling
@@ -23,9 +26,18 @@ import MQTTClient
 /// The owner is the publisher's delegate and forwards three calls: `connectionLost()` on
 /// `.connectionLost`/`.disconnected`, `delivered(_:)` on `didDeliver`, `drain()` on
 /// `publisherIsReady`; and calls `spoolUnacknowledged()` before it disconnects.
+///
+/// When the spool's medium fails (any error from the file system: read-only, full with nothing
+/// left to drop, EIO), the outbox closes the spool, says so once, and holds new messages in
+/// memory (`HeldMessages`, bounded) that go to the broker while it is up; what the spool held
+/// waits on the medium. Every `reopenInterval` it opens the spool again; once that works, the
+/// held messages are appended to it and the replay goes on. Order is kept within the spool and
+/// within the held messages; the spool's older messages come after the held ones only when the
+/// medium came back (their `seq` says where they belong).
 public final class Outbox {
     public let publisher: MQTTPublisher
-    public let spool: Spool
+    /// Nil while the medium fails (`mediumFailure`); messages are then held in memory.
+    public private(set) var spool: Spool?
     public let qos: Int32
     public let retain: Bool
     private let loop: EventLoop
@@ -38,6 +50,8 @@ public final class Outbox {
     /// Told of spool errors for the log: the first at once, then one a minute with the count
     /// (a full disk fails every append; `spoolErrors` counts them all).
     public var onSpoolError: ((String) -> Void)?
+    /// Told when the spool works again after its medium failed.
+    public var onSpoolNotice: ((String) -> Void)?
     private var errorLog = LogThrottle()
     private var diskFullLog = LogThrottle()
     private var boundLog = LogThrottle()
@@ -52,26 +66,86 @@ public final class Outbox {
     /// connection dropped, something newer had to be spooled, or the daemon stopped).
     public private(set) var spooledUnacknowledged: UInt64 = 0
 
-    public init(publisher: MQTTPublisher, spool: Spool, qos: Int32, retain: Bool, loop: EventLoop) {
+    /// Opens the spool again after its medium failed.
+    private let reopen: () throws(SpoolError) -> Spool
+    /// Messages waiting in memory while the spool's medium fails.
+    public let held: HeldMessages
+    /// The largest memory the held messages take by default.
+    public static let heldLimit = 8 << 20
+    /// How often a failed spool is opened again, by default.
+    public static let reopenInterval = Duration.seconds(30)
+    /// How often this outbox opens its failed spool again.
+    public var reopenInterval = Outbox.reopenInterval
+    /// Why the spool is not in use, while its medium fails.
+    public private(set) var mediumFailure: String?
+    /// Times the spool was given up because its medium failed.
+    public private(set) var mediumFailures: UInt64 = 0
+    private var reopenTimer: TimerID?
+
+    /// `spool` is the opened spool; `reopen` opens it again after a failure (by default the same
+    /// directory and bounds).
+    public init(publisher: MQTTPublisher, spool: Spool, qos: Int32, retain: Bool, loop: EventLoop,
+                heldLimit: Int = Outbox.heldLimit, reopen: (() throws(SpoolError) -> Spool)? = nil) {
         self.publisher = publisher
         self.spool = spool
         self.qos = qos
         self.retain = retain
         self.loop = loop
+        self.reopen = reopen ?? Outbox.opening(like: spool)
+        held = HeldMessages(limit: min(heldLimit, spool.maxBytes))
         unacknowledged = UnacknowledgedCopies(slots: publisher.configuration.maxInFlight)
         patienceExpired = { [weak self] in self?.checkPatience() }
     }
 
+    /// For a spool that could not be opened because its medium fails (`isMediumFailure`): the
+    /// outbox starts holding messages in memory and tries `open` every `reopenInterval`.
+    public init(publisher: MQTTPublisher, unopened failure: SpoolError, directory: String, qos: Int32, retain: Bool,
+                loop: EventLoop, heldLimit: Int = Outbox.heldLimit, open: @escaping () throws(SpoolError) -> Spool) {
+        self.publisher = publisher
+        spool = nil
+        self.qos = qos
+        self.retain = retain
+        self.loop = loop
+        reopen = open
+        held = HeldMessages(limit: heldLimit)
+        unacknowledged = UnacknowledgedCopies(slots: publisher.configuration.maxInFlight)
+        mediumFailure = "\(failure)"
+        mediumFailures = 1
+        spoolErrors = 1
+        patienceExpired = { [weak self] in self?.checkPatience() }
+    }
+
+    /// Opens a spool in the same directory with the same bounds as `spool`.
+    private static func opening(like spool: Spool) -> () throws(SpoolError) -> Spool {
+        let (directory, maxBytes, segmentBytes) = (spool.directory, spool.maxBytes, spool.segmentBytes)
+        func open() throws(SpoolError) -> Spool {
+            try Spool(directory: directory, maxBytes: maxBytes, segmentBytes: segmentBytes)
+        }
+        return open
+    }
+
     deinit {
         loop.cancel(patienceTimer)
+        loop.cancel(reopenTimer)
         unacknowledged.deallocate()
     }
+
+    /// Whether `error` says the spool's file system or device fails (rather than a bad setting
+    /// or another daemon holding the spool): the outbox then holds messages in memory instead.
+    public static func isMediumFailure(_ error: SpoolError) -> Bool {
+        guard let e = error.errno else { return false }
+        return [EIO, EROFS, ENOSPC, EDQUOT, EUCLEAN, ENODEV, ENXIO, ESTALE, EFBIG].contains(e)
+    }
+
+    /// Messages waiting: in the spool (those in flight included) and held in memory.
+    public var waiting: Int { (spool?.count ?? 0) + held.count }
 
     /// Publishes now, or spools behind what is already waiting. Does not allocate when the
     /// publisher takes the message. `retain` overrides the outbox's flag for this message (a
     /// state reported on change, such as the keys, is retained), also when it is spooled.
     public func send(topic: String, payload: UnsafeRawBufferPointer, retain: Bool? = nil) {
         let retain = retain ?? self.retain
+        guard let spool else { return hold(topic: topic, payload: payload, retain: retain) }
         if spool.isEmpty && (qos == 0 || unacknowledged.canKeep(payloadBytes: payload.count)) {
             switch publisher.publish(topic: topic, payload: payload, qos: qos, retain: retain) {
             case .handedOff(let mid):
@@ -87,6 +161,12 @@ public final class Outbox {
         do {
             try spool.append(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
         } catch {
+            if Outbox.isMediumFailure(error) {
+                retire(error)
+                held.hold(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
+                drain()
+                return
+            }
             spoolFailed("\(error); a message was lost")
         }
         if spool.droppedForSpace != droppedForSpace {
@@ -105,6 +185,7 @@ public final class Outbox {
     /// Replays spooled messages oldest first while the publisher has room; when the window is
     /// full the publisher calls `publisherIsReady` (and so this) once an acknowledgement frees it.
     public func drain() {
+        guard let spool else { return drainHeld() }
         while spool.unsent > 0, publisher.hasRoom() {
             var outcome: PublishOutcome?
             var sequence: UInt64 = 0
@@ -114,7 +195,7 @@ public final class Outbox {
                     outcome = publisher.publish(cTopic: m.topicCString, payload: m.payload, qos: Int32(m.qos), retain: m.retain)
                 }
             } catch {
-                spoolFailed("\(error)")
+                spoolFailed(error)
                 return
             }
             switch outcome {
@@ -137,7 +218,7 @@ public final class Outbox {
     /// what it had handed out and not seen acknowledged.
     public func connectionLost() {
         spoolUnacknowledged()
-        spool.rewind()
+        spool?.rewind()
         replaying.removeAll()
     }
 
@@ -150,11 +231,14 @@ public final class Outbox {
     /// out under their message ids: a PUBACK that comes later releases them there, and a
     /// connection loss or a restart replays them. Call it before disconnecting.
     public func spoolUnacknowledged() {
-        guard !unacknowledged.isEmpty else { return }
+        // Without a spool libmosquitto's own copies are all there is; it resends them itself.
+        guard !unacknowledged.isEmpty, let spool else { return }
         loop.cancel(patienceTimer)
         patienceTimer = nil
         unacknowledged.removeAll { mid, topic, payload, retain in
-            do {
+            // The medium failed on an earlier copy: libmosquitto's own copies are all there is.
+            guard self.spool != nil else { return }
+            do throws(SpoolError) {
                 let sequence = try spool.append(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
                 spooledUnacknowledged += 1
                 // libmosquitto has it already: hand it out at once so that the replay does not
@@ -162,7 +246,7 @@ public final class Outbox {
                 // message not yet handed out, else it simply waits its turn (at worst a duplicate).
                 if spool.unsent == 1, try spool.next({ $0.sequence }) == sequence { replaying[mid] = sequence }
             } catch {
-                spoolFailed("\(error); a message awaiting its acknowledgement is lost if the daemon stops before it comes")
+                spoolFailed(error, "a message awaiting its acknowledgement is lost if the daemon stops before it comes")
             }
         }
         scheduleSync()
@@ -196,7 +280,7 @@ public final class Outbox {
     }
 
     private func acknowledge(_ sequence: UInt64) {
-        do { _ = try spool.acknowledge(sequence: sequence) } catch { spoolFailed("\(error)") }
+        do { _ = try spool?.acknowledge(sequence: sequence) } catch { spoolFailed(error) }
     }
 
     /// Spooled messages reach the disk within a second even on a power cut (after a kill -9 the
@@ -206,7 +290,7 @@ public final class Outbox {
         syncTimer = loop.schedule(after: .seconds(1)) { [weak self] in
             guard let self else { return }
             self.syncTimer = nil
-            do { try self.spool.sync() } catch { self.spoolFailed("\(error)") }
+            do throws(SpoolError) { try self.spool?.sync() } catch { self.spoolFailed(error) }
         }
     }
 
@@ -214,5 +298,126 @@ public final class Outbox {
         spoolErrors += 1
         guard let more = errorLog.admit(at: loop.now) else { return }
         onSpoolError?(message() + more)
+    }
+
+    /// An error from the spool: a failing medium retires it, anything else is logged.
+    private func spoolFailed(_ error: SpoolError, _ consequence: String? = nil) {
+        if Outbox.isMediumFailure(error) { return retire(error) }
+        spoolFailed("\(error)" + (consequence.map { "; " + $0 } ?? ""))
+    }
+
+    // MARK: A failing medium
+
+    /// Gives the spool up: closed (its messages stay on the medium), said once, opened again
+    /// every `reopenInterval`. Messages from now on are held in memory.
+    private func retire(_ error: SpoolError) {
+        guard let spool else { return }
+        spoolErrors += 1
+        mediumFailures += 1
+        mediumFailure = "\(error)"
+        let waiting = spool.count
+        try? spool.close()
+        self.spool = nil
+        replaying.removeAll()
+        loop.cancel(syncTimer)
+        syncTimer = nil
+        onSpoolError?("\(error): the spool's medium fails; new messages are held in memory (at most \(held.limit >> 10) KiB) "
+                      + "and sent while the broker is up; \(waiting) message\(waiting == 1 ? "" : "s") wait in \(spool.directory) "
+                      + "until it works again (tried every \(reopenInterval.milliseconds / 1000) s)")
+        scheduleReopen()
+    }
+
+    private func hold(topic: String, payload: UnsafeRawBufferPointer, retain: Bool) {
+        if held.isEmpty && (qos == 0 || unacknowledged.canKeep(payloadBytes: payload.count)) {
+            switch publisher.publish(topic: topic, payload: payload, qos: qos, retain: retain) {
+            case .handedOff(let mid):
+                if qos > 0 && publisher.isPending(mid) { keep(mid, topic, payload, retain) }
+                return
+            case .rejected: rejected += 1; return
+            case .deferred: break
+            }
+        }
+        let before = held.dropped
+        held.hold(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
+        if held.dropped != before, let more = boundLog.admit(at: loop.now) {
+            onSpoolError?("spool: the memory for held messages is full: the oldest are dropped to make room for new ones "
+                          + "(\(held.dropped) so far)" + more)
+        }
+    }
+
+    /// Hands held messages to the publisher while it has room. They are not copied again: if
+    /// the connection drops, libmosquitto sends what it took on the next one.
+    private func drainHeld() {
+        while !held.isEmpty, publisher.hasRoom() {
+            guard let outcome = held.withOldest({ topic, payload, qos, retain in
+                publisher.publish(cTopic: topic, payload: payload, qos: Int32(qos), retain: retain)
+            }) else { return }
+            switch outcome {
+            case .handedOff: held.removeOldest()
+            case .rejected: rejected += 1; held.removeOldest()
+            case .deferred: return
+            }
+        }
+    }
+
+    /// Starts trying to open the spool again (an outbox made with `unopened:` waits for this, so
+    /// that its owner may set `reopenInterval` first); nothing while the spool is in use.
+    public func scheduleReopen() {
+        guard spool == nil else { return }
+        guard reopenTimer == nil else { return }
+        reopenTimer = loop.schedule(after: reopenInterval) { [weak self] in
+            guard let self else { return }
+            self.reopenTimer = nil
+            if !self.tryReopen() { self.scheduleReopen() }
+        }
+    }
+
+    /// Opens the spool again and moves the held messages into it; true once the spool is back.
+    @discardableResult
+    public func tryReopen() -> Bool {
+        guard spool == nil else { return true }
+        let opened: Spool
+        do { opened = try reopen() } catch { spoolErrors += 1; return false }
+        let heldBefore = held.count
+        var failure: SpoolError?
+        held.move { topic, payload, qos, retain in
+            do throws(SpoolError) {
+                try opened.append(topic: UnsafeRawBufferPointer(start: topic, count: strlen(topic)), payload: payload, qos: qos, retain: retain)
+                return true
+            } catch {
+                failure = error
+                return false
+            }
+        }
+        if let failure {
+            try? opened.close()
+            spoolErrors += 1
+            mediumFailure = "\(failure)"
+            return false
+        }
+        spool = opened
+        mediumFailure = nil
+        if let repairs = opened.recovery.repairs { onSpoolError?("spool: repaired \(opened.directory) on open: \(repairs)") }
+        onSpoolNotice?("spool: \(opened.directory) works again: \(heldBefore) held message\(heldBefore == 1 ? "" : "s") moved into it, "
+                       + "\(opened.count) waiting in all")
+        scheduleSync()
+        drain()
+        return true
+    }
+
+    /// Takes the messages another outbox held in memory (a reload replacing its publication while
+    /// the medium fails): into the spool, or held here.
+    public func adopt(heldBy other: Outbox) {
+        other.held.move { topic, payload, qos, retain in
+            let t = UnsafeRawBufferPointer(start: topic, count: strlen(topic))
+            if let spool {
+                do throws(SpoolError) { try spool.append(topic: t, payload: payload, qos: qos, retain: retain); return true } catch {
+                    spoolFailed(error)  // a failing medium retires the spool: held here instead
+                }
+            }
+            held.hold(topic: t, payload: payload, qos: qos, retain: retain)
+            return true
+        }
+        drain()
     }
 }

@@ -15,7 +15,8 @@ public final class Publication: MQTTPublisherDelegate {
     public let publisher: MQTTPublisher
     /// Readings and events: straight out, or spooled and replayed in order.
     public let outbox: Outbox
-    public var spool: Spool { outbox.spool }
+    /// Nil while the spool's medium fails (the outbox holds messages in memory meanwhile).
+    public var spool: Spool? { outbox.spool }
     public let topics: Topics
     /// What every reading's message looks like, and whether its values are rounded.
     public let payloadFormat: PayloadFormat
@@ -142,11 +143,28 @@ public final class Publication: MQTTPublisherDelegate {
         payloadFormat = s.payloadFormat
         roundsValues = s.roundsValues
         publisher = try MQTTPublisher(configuration: s.publisher, loop: loop)
-        let spool = try Spool(directory: s.spoolDirectory, maxBytes: s.spoolMaxBytes,
-                              segmentBytes: max(64 << 10, min(1 << 20, s.spoolMaxBytes / 16)))
-        outbox = Outbox(publisher: publisher, spool: spool, qos: s.qos, retain: s.retain, loop: loop)
+        func open() throws(SpoolError) -> Spool {
+            try Spool(directory: s.spoolDirectory, maxBytes: s.spoolMaxBytes,
+                      segmentBytes: max(64 << 10, min(1 << 20, s.spoolMaxBytes / 16)))
+        }
+        let opened: Result<Spool, SpoolError>
+        do throws(SpoolError) { opened = .success(try open()) } catch { opened = .failure(error) }
+        switch opened {
+        case .success(let spool):
+            outbox = Outbox(publisher: publisher, spool: spool, qos: s.qos, retain: s.retain, loop: loop, reopen: open)
+        case .failure(let error) where Outbox.isMediumFailure(error):
+            // A read-only or failing SD card must not keep the readings from a broker that is up.
+            let limit = min(Outbox.heldLimit, s.spoolMaxBytes)
+            outbox = Outbox(publisher: publisher, unopened: error, directory: s.spoolDirectory, qos: s.qos, retain: s.retain,
+                            loop: loop, heldLimit: limit, open: open)
+            outbox.scheduleReopen()
+            log(.error) { "\(error): the spool's medium fails; messages are held in memory (at most \(limit >> 10) KiB) and sent while the broker is up; the spool is tried again every \(Outbox.reopenInterval.components.seconds) s" }
+        case .failure(let error):
+            throw error
+        }
         // Every spool message says "spool: …" itself (SpoolError, Outbox).
         outbox.onSpoolError = { message in log(.error) { message } }
+        outbox.onSpoolNotice = { message in log(.notice) { message } }
         // Whether a daemon ran in this directory before (the discovery form it announced may
         // be another); asked before a shared store moves its file here.
         let ranHere = SequenceStore.wasKept(in: s.spoolDirectory)
@@ -154,7 +172,9 @@ public final class Publication: MQTTPublisherDelegate {
         self.sequences = sequences
         ownsSequences = shared == nil
         withdrawals = Withdrawals(directory: s.spoolDirectory, problems: sequences.problems, log: log)
-        if let repairs = spool.recovery.repairs { log(.warning) { "spool: repaired \(spool.directory) on open: \(repairs)" } }
+        if let spool = outbox.spool, let repairs = spool.recovery.repairs {
+            log(.warning) { "spool: repaired \(spool.directory) on open: \(repairs)" }
+        }
         announcer = s.homeAssistant.map { ha in
             DiscoveryAnnouncer(HomeAssistantDiscovery(topics: s.topics, discoveryPrefix: ha.prefix, softwareVersion: softwareVersion,
                                                       form: ha.form, payload: s.payloadFormat),
@@ -376,8 +396,12 @@ public final class Publication: MQTTPublisherDelegate {
         // first, so that an acknowledgement that never comes loses nothing.
         outbox.spoolUnacknowledged()
         outbox.stopSyncing()
-        publisher.disconnect(timeout: .milliseconds(1500)) { [spool] in
-            try? spool.close()
+        publisher.disconnect(timeout: .milliseconds(1500)) { [outbox] in
+            // A medium that failed gets one more try, so that what is held in memory is kept.
+            outbox.tryReopen()
+            // Still failing: what is held stays in `outbox.held` for a publication that replaces
+            // this one (`Outbox.adopt`), or is lost with the process.
+            try? outbox.spool?.close()
             done()
         }
     }

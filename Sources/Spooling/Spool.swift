@@ -298,6 +298,13 @@ public final class Spool {
         return try result.get()
     }
 
+    /// The same for a topic given as its UTF-8 bytes (a message held in memory meanwhile).
+    @discardableResult
+    public func append(topic: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer,
+                       qos: UInt8 = 0, retain: Bool = false) throws(SpoolError) -> UInt64 {
+        try appendRecord(topic: topic, payload: payload, qos: qos, retain: retain)
+    }
+
     private func appendRecord(topic: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer,
                               qos: UInt8, retain: Bool) throws(SpoolError) -> UInt64 {
         guard isOpen else { throw SpoolError(.closed, path: directory) }

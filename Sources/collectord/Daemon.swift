@@ -130,8 +130,9 @@ final class Daemon: TagSupervisorDelegate {
             default: self.stop(reason: signal == SIGTERM ? "SIGTERM" : "SIGINT")
             }
         }
-        let spool = publication.spool
-        if !spool.isEmpty { Log.notice("spool: \(spool.count) messages waiting from before, replayed once connected") }
+        if let spool = publication.spool, !spool.isEmpty {
+            Log.notice("spool: \(spool.count) messages waiting from before, replayed once connected")
+        }
         for tag in config.tags {
             emulation?.place(tag)
             fleet.add(tag, sink: publication.add(tag))
@@ -190,7 +191,11 @@ final class Daemon: TagSupervisorDelegate {
         keepReplayCounters()
         // The publisher gets 1.5 s to say offline and flush; the loop ends at 1.9 s whatever happens.
         loop.schedule(after: .milliseconds(1900)) { [loop] in loop.stop() }
-        publication.stop { [loop] in loop.stop() }
+        publication.stop { [loop, publication] in
+            let held = publication.outbox.held.count
+            if held > 0 { Log.error("spool: the medium still fails: \(held) message\(held == 1 ? "" : "s") held in memory are lost at this stop") }
+            loop.stop()
+        }
     }
 
     /// SIGHUP: a new configuration replaces the old one if and only if it is valid. Tags that did
@@ -253,6 +258,8 @@ final class Daemon: TagSupervisorDelegate {
             let leftBehind = (try? PublicationSettings.topics(new)).map { old.leftBehind(by: $0) } ?? []
             old.stop { [weak self] in
                 self?.replacePublication(inheriting: old.owedWithdrawals, leftBehind: leftBehind, running: running)
+                // Held in memory while the medium fails: the new publication takes them.
+                self?.publication.outbox.adopt(heldBy: old.outbox)
             }
         }
         fleet.commandSettings = CommandSettings(new.commands)
@@ -353,17 +360,23 @@ final class Daemon: TagSupervisorDelegate {
         stats.mqtt.inFlight = p.inFlight
         stats.mqtt.connects = p.connects
         stats.mqtt.connectionFailures = p.connectionFailures
-        let spool = publication.spool
+        let outbox = publication.outbox
         var figures = Statistics.Spool()
-        figures.pending = spool.count
-        figures.bytes = spool.bytes
-        figures.dropped = spool.dropped
-        figures.lostToDamage = spool.corrupted
-        figures.errors = publication.outbox.spoolErrors
-        figures.unacknowledgedSpooled = publication.outbox.spooledUnacknowledged
-        figures.truncatedBytes = spool.recovery.truncatedBytes
-        figures.skippedBytes = spool.recovery.skippedBytes
-        figures.repairedSegments = spool.recovery.repairedSegments
+        if let spool = outbox.spool {
+            figures.pending = spool.count
+            figures.bytes = spool.bytes
+            figures.dropped = spool.dropped
+            figures.lostToDamage = spool.corrupted
+            figures.truncatedBytes = spool.recovery.truncatedBytes
+            figures.skippedBytes = spool.recovery.skippedBytes
+            figures.repairedSegments = spool.recovery.repairedSegments
+        }
+        figures.errors = outbox.spoolErrors
+        figures.unacknowledgedSpooled = outbox.spooledUnacknowledged
+        figures.medium = outbox.mediumFailure == nil ? "ok" : "failing"
+        figures.mediumFailures = outbox.mediumFailures
+        figures.held = outbox.held.count
+        figures.heldDropped = outbox.held.dropped
         stats.spool = figures
         stats.readings = publication.readingsPublished
         stats.readingsNotEncoded = publication.rejected
@@ -406,7 +419,9 @@ final class Daemon: TagSupervisorDelegate {
         let payload = ControlPayloads.stats(stats, time: .now())
         publication.publishStats(payload)
         let streaming = fleet.supervisors.values.filter { $0.state == .streaming }.count
-        Log.info("stats: \(streaming)/\(fleet.supervisors.count) tags streaming, \(publication.readingsPublished) readings, spool \(spool.count) pending, \(spool.dropped) dropped")
+        Log.info("stats: \(streaming)/\(fleet.supervisors.count) tags streaming, \(publication.readingsPublished) readings, "
+                 + (outbox.spool.map { "spool \($0.count) pending, \($0.dropped) dropped" }
+                    ?? "spool failing, \(outbox.held.count) held in memory, \(outbox.held.dropped) dropped"))
         notifier.notify("STATUS=\(streaming)/\(fleet.supervisors.count) tags streaming")
     }
 

@@ -126,7 +126,7 @@ import Testing
             do {
                 let p = try Publication(settings: PublicationSettings(c), loop: loop, softwareVersion: "test") { _, _ in }
                 for tag in c.tags { p.add(tag) }
-                try p.spool.close()
+                try p.spool?.close()
             } catch {
                 Issue.record(Comment(rawValue: "run refused what check-config accepted: \(error)\n\(context.rawValue)"))
                 continue

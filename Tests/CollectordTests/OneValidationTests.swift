@@ -73,7 +73,7 @@ import TestHarness
             do {
                 let p = try Publication(settings: PublicationSettings(c), loop: loop, softwareVersion: "test") { _, _ in }
                 p.add(c.tags[0])
-                try p.spool.close()
+                try p.spool?.close()
             } catch {
                 let what = "client_id \(Self.toml(client)), topic_prefix \(Self.toml(prefix)), discovery prefix \(Self.toml(discovery))"
                 Issue.record(Comment(rawValue: "check-config accepted \(what); run refused: \(error)"))

@@ -137,11 +137,11 @@ func wallNow() -> WallTime { .now() }
         let f = try PublicationFixture(client: "replay", mqtt: "max_inflight = 2", model: .cc2650)
         // Not connected yet: every reading goes to the spool.
         f.publish(200)
-        #expect(f.publication.spool.count == 200)
+        #expect(f.publication.spool!.count == 200)
 
         f.publication.start()
-        #expect(f.loop.run(until: { f.publication.spool.isEmpty }, limit: .seconds(10)),
-                "\(f.publication.spool.count) messages still spooled")
+        #expect(f.loop.run(until: { f.publication.spool!.isEmpty }, limit: .seconds(10)),
+                "\(f.publication.spool!.count) messages still spooled")
         #expect(sequences(f.received(200))["t/humidity"] == Array(0..<200))
     }
 
@@ -156,7 +156,7 @@ func wallNow() -> WallTime { .now() }
         #expect(f.loop.run(until: { f.publication.publisher.isConnected }, limit: .seconds(5)))
         f.publish(3)
         #expect(f.publication.rejected == 0)
-        #expect(f.loop.run(until: { f.publication.spool.isEmpty && f.publication.publisher.inFlight == 0 }, limit: .seconds(5)))
+        #expect(f.loop.run(until: { f.publication.spool!.isEmpty && f.publication.publisher.inFlight == 0 }, limit: .seconds(5)))
         #expect(sequences(f.received(3))["\(name)/movement"] == [0, 1, 2])
     }
 
@@ -164,7 +164,7 @@ func wallNow() -> WallTime { .now() }
     /// closed"): the spool's own messages and the outbox's say it themselves.
     @Test func aSpoolErrorIsSaidOnce() throws {
         let f = try PublicationFixture(client: "closed")
-        try f.publication.spool.close()
+        try f.publication.spool!.close()
         f.publish(1)  // not connected: to the spool, which is closed
         let spoolLines = f.logs.lines.filter { $0.contains("spool") }
         #expect(spoolLines.contains { $0.hasPrefix("<3>spool: ") && $0.contains("is closed") }, "\(f.logs.lines)")
@@ -184,7 +184,7 @@ func wallNow() -> WallTime { .now() }
             let bytes = try Data(contentsOf: url)
             try bytes.dropLast(7).write(to: url)
         })
-        #expect(f.publication.spool.recovery.truncatedBytes > 0)
+        #expect(f.publication.spool!.recovery.truncatedBytes > 0)
         let repaired = f.logs.lines.filter { $0.contains("spool: repaired") }
         #expect(repaired.count == 1 && repaired[0].hasPrefix("<4>"), "\(f.logs.lines)")
         #expect(repaired.first?.contains("cut a torn tail") == true, "\(repaired)")
@@ -195,7 +195,7 @@ func wallNow() -> WallTime { .now() }
     /// takes the same path: every failure is counted, one line a minute is logged.
     @Test func aSpoolThatFailsEveryAppendLogsOnceAMinute() throws {
         let f = try PublicationFixture(client: "flood")
-        try f.publication.spool.close()
+        try f.publication.spool!.close()
         f.publish(100)
         #expect(f.publication.outbox.spoolErrors == 100)
         let lines = f.logs.lines.filter { $0.contains("spool:") }
@@ -213,7 +213,7 @@ func wallNow() -> WallTime { .now() }
         })
         defer { unmount() }
         f.publish(3000)  // about 750 KB of readings into 256 KiB, with no broker
-        let spool = f.publication.spool
+        let spool = f.publication.spool!
         #expect(spool.droppedForSpace > 0)
         #expect(f.publication.outbox.spoolErrors == 0)
         #expect(UInt64(spool.count) + spool.dropped == 3000)
@@ -248,7 +248,7 @@ func wallNow() -> WallTime { .now() }
         #expect(f.loop.run(until: { f.publication.publisher.isConnected }, limit: .seconds(5)))
         f.publication.identified("t", model: .cc2541, firmware: "1.5")
         f.publish(2)
-        #expect(f.loop.run(until: { f.publication.spool.isEmpty && f.publication.publisher.inFlight == 0 }, limit: .seconds(5)))
+        #expect(f.loop.run(until: { f.publication.spool!.isEmpty && f.publication.publisher.inFlight == 0 }, limit: .seconds(5)))
         let lines = f.received(2)
         #expect(lines.compactMap(Published.init).map(\.seq) == [0, 1])
         #expect(lines.allSatisfy { $0.payload.contains(#""model":"cc2541""#) }, "\(lines)")

@@ -16,3 +16,20 @@ public func mountSmallFileSystem(at path: String, size: String = "256k") throws(
     }
     return { _ = umount2(path, Int32(MNT_DETACH)) }
 }
+
+/// Mounts a `size` tmpfs at `path` read-only (nothing can be created in it, as on a card the
+/// kernel remounted read-only); `remount(path, readOnly:)` changes that.
+public func mountReadOnlyFileSystem(at path: String, size: String = "256k") throws(MountError) -> () -> Void {
+    let unmount = try mountSmallFileSystem(at: path, size: size)
+    do { try remount(path, readOnly: true) } catch { unmount(); throw error }
+    return unmount
+}
+
+/// Remounts the tmpfs at `path` read-only or read-write. Read-only fails (EBUSY) while a file
+/// there is open for writing.
+public func remount(_ path: String, readOnly: Bool) throws(MountError) {
+    let flags = UInt(MS_REMOUNT) | (readOnly ? UInt(MS_RDONLY) : 0)
+    guard mount(nil, path, nil, flags, nil) == 0 else {
+        throw MountError(description: "remount \(path) \(readOnly ? "ro" : "rw"): \(String(cString: strerror(errno)))")
+    }
+}
