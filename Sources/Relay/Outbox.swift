@@ -137,6 +137,22 @@ public final class Outbox {
         return [EIO, EROFS, ENOSPC, EDQUOT, EUCLEAN, ENODEV, ENXIO, ESTALE, EFBIG].contains(e)
     }
 
+    /// Hands a message straight to the publisher, keeping a copy until its acknowledgement;
+    /// false when it must wait (the publisher deferred it, or no copy can be kept).
+    private func publishNow(topic: String, payload: UnsafeRawBufferPointer, retain: Bool) -> Bool {
+        guard qos == 0 || unacknowledged.canKeep(payloadBytes: payload.count) else { return false }
+        switch publisher.publish(topic: topic, payload: payload, qos: qos, retain: retain) {
+        case .handedOff(let mid):
+            if qos > 0 && publisher.isPending(mid) { keep(mid, topic, payload, retain) }
+            return true
+        case .rejected:
+            rejected += 1
+            return true
+        case .deferred:
+            return false
+        }
+    }
+
     /// Messages waiting: in the spool (those in flight included) and held in memory.
     public var waiting: Int { (spool?.count ?? 0) + held.count }
 
@@ -146,15 +162,7 @@ public final class Outbox {
     public func send(topic: String, payload: UnsafeRawBufferPointer, retain: Bool? = nil) {
         let retain = retain ?? self.retain
         guard let spool else { return hold(topic: topic, payload: payload, retain: retain) }
-        if spool.isEmpty && (qos == 0 || unacknowledged.canKeep(payloadBytes: payload.count)) {
-            switch publisher.publish(topic: topic, payload: payload, qos: qos, retain: retain) {
-            case .handedOff(let mid):
-                if qos > 0 && publisher.isPending(mid) { keep(mid, topic, payload, retain) }
-                return
-            case .rejected: rejected += 1; return
-            case .deferred: break
-            }
-        }
+        if spool.isEmpty && publishNow(topic: topic, payload: payload, retain: retain) { return }
         // The copies are older than this message: they go first, so a replay keeps the order.
         spoolUnacknowledged()
         let (dropped, droppedForSpace) = (spool.dropped, spool.droppedForSpace)
@@ -328,15 +336,7 @@ public final class Outbox {
     }
 
     private func hold(topic: String, payload: UnsafeRawBufferPointer, retain: Bool) {
-        if held.isEmpty && (qos == 0 || unacknowledged.canKeep(payloadBytes: payload.count)) {
-            switch publisher.publish(topic: topic, payload: payload, qos: qos, retain: retain) {
-            case .handedOff(let mid):
-                if qos > 0 && publisher.isPending(mid) { keep(mid, topic, payload, retain) }
-                return
-            case .rejected: rejected += 1; return
-            case .deferred: break
-            }
-        }
+        if held.isEmpty && publishNow(topic: topic, payload: payload, retain: retain) { return }
         let before = held.dropped
         held.hold(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
         if held.dropped != before, let more = boundLog.admit(at: loop.now) {

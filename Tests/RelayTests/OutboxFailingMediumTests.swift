@@ -12,6 +12,41 @@ import Testing
 import TestHarness
 
 @Suite(.serialized) struct OutboxFailingMediumTests {
+    /// A broker, a subscriber to the outbox's topics, and a publisher not started yet.
+    final class Rig {
+        let loop: EventLoop
+        let broker: Broker
+        let sub: Subscriber
+        let publisher: MQTTPublisher
+        var relay: OutboxQoS0Tests.Relay?
+
+        init(_ name: String) throws {
+            loop = try EventLoop()
+            broker = try Broker(name)
+            sub = try Subscriber(loop: loop, port: broker.port, topic: "collectord/t/#")
+            #expect(sub.waitUntilSubscribed())
+            var config = MQTTPublisherConfiguration(brokers: [broker.broker], clientID: name, presence: testPresence(name))
+            config.keepalive = .seconds(60)
+            publisher = try MQTTPublisher(configuration: config, loop: loop)
+        }
+
+        /// Makes `outbox` the publisher's, opening its spool again every 200 ms once it fails.
+        func attach(_ outbox: Outbox) {
+            outbox.reopenInterval = .milliseconds(200)
+            relay = OutboxQoS0Tests.Relay(outbox)
+            publisher.delegate = relay
+        }
+
+        func stop(_ outbox: Outbox) throws {
+            var done = false
+            publisher.disconnect(timeout: .milliseconds(500)) { done = true }
+            #expect(loop.run(until: { done }, limit: .seconds(5)))
+            try outbox.spool?.close()
+            sub.stop()
+            try broker.stop()
+        }
+    }
+
     private func send(_ outbox: Outbox, _ range: Range<Int>, size: Int = 2000) {
         for i in range {
             var payload = Array("reading \(i) ".utf8)
@@ -38,22 +73,15 @@ import TestHarness
         let filler = mountPoint + "/filler"
         try AtomicFile.replace(filler, with: String(repeating: "x", count: 216 << 10))
 
-        let loop = try EventLoop()
-        let broker = try Broker("failing-medium")
-        let sub = try Subscriber(loop: loop, port: broker.port, topic: "collectord/t/#")
-        #expect(sub.waitUntilSubscribed())
-        var config = MQTTPublisherConfiguration(brokers: [broker.broker], clientID: "failing-medium", presence: testPresence("failing-medium"))
-        config.keepalive = .seconds(60)
-        let publisher = try MQTTPublisher(configuration: config, loop: loop)
+        let rig = try Rig("failing-medium")
+        let (loop, sub, publisher) = (rig.loop, rig.sub, rig.publisher)
         let spool = try Spool(directory: mountPoint + "/spool", maxBytes: 8 << 20, segmentBytes: 64 << 10)
         let outbox = Outbox(publisher: publisher, spool: spool, qos: 1, retain: false, loop: loop)
-        outbox.reopenInterval = .milliseconds(200)
+        rig.attach(outbox)
         var errors: [String] = []
         var notices: [String] = []
         outbox.onSpoolError = { errors.append($0) }
         outbox.onSpoolNotice = { notices.append($0) }
-        let relay = OutboxQoS0Tests.Relay(outbox)
-        publisher.delegate = relay
 
         // The broker is not connected yet: everything goes to the spool until the medium is full.
         send(outbox, 0..<40)
@@ -88,12 +116,7 @@ import TestHarness
 
         outbox.spoolUnacknowledged()
         outbox.stopSyncing()
-        var done = false
-        publisher.disconnect(timeout: .milliseconds(500)) { done = true }
-        #expect(loop.run(until: { done }, limit: .seconds(5)))
-        try outbox.spool?.close()
-        sub.stop()
-        try broker.stop()
+        try rig.stop(outbox)
     }
 
     /// A card the kernel remounted read-only before the daemon started: the spool cannot be
@@ -105,13 +128,8 @@ import TestHarness
         let mountPoint = dir.sub("ro")
         let unmount = try mountReadOnlyFileSystem(at: mountPoint)
         defer { unmount() }
-        let loop = try EventLoop()
-        let broker = try Broker("read-only-medium")
-        let sub = try Subscriber(loop: loop, port: broker.port, topic: "collectord/t/#")
-        #expect(sub.waitUntilSubscribed())
-        var config = MQTTPublisherConfiguration(brokers: [broker.broker], clientID: "read-only-medium", presence: testPresence("read-only-medium"))
-        config.keepalive = .seconds(60)
-        let publisher = try MQTTPublisher(configuration: config, loop: loop)
+        let rig = try Rig("read-only-medium")
+        let (loop, sub, publisher) = (rig.loop, rig.sub, rig.publisher)
         let directory = mountPoint + "/spool"
         func open() throws(SpoolError) -> Spool { try Spool(directory: directory, maxBytes: 8 << 20, segmentBytes: 64 << 10) }
         var failure: SpoolError?
@@ -119,10 +137,8 @@ import TestHarness
         guard let failure else { Issue.record("a spool opened on a read-only file system"); return }
         #expect(failure.errno == EROFS && Outbox.isMediumFailure(failure), "\(failure)")
         let outbox = Outbox(publisher: publisher, unopened: failure, directory: directory, qos: 1, retain: false, loop: loop, open: open)
-        outbox.reopenInterval = .milliseconds(200)
+        rig.attach(outbox)
         outbox.scheduleReopen()
-        let relay = OutboxQoS0Tests.Relay(outbox)
-        publisher.delegate = relay
 
         send(outbox, 0..<20)  // not connected yet: held
         #expect(outbox.held.count == 20)
@@ -135,12 +151,6 @@ import TestHarness
         #expect(loop.run(until: { outbox.spool != nil }, limit: .seconds(20)), "the spool opened once writable")
         send(outbox, 20..<30)
         #expect(loop.run(until: { numbers(sub) == Set(0..<30) }, limit: .seconds(20)))
-
-        var done = false
-        publisher.disconnect(timeout: .milliseconds(500)) { done = true }
-        #expect(loop.run(until: { done }, limit: .seconds(5)))
-        try outbox.spool?.close()
-        sub.stop()
-        try broker.stop()
+        try rig.stop(outbox)
     }
 }
