@@ -64,6 +64,9 @@ public final class TagFleet {
     /// The states of a tag's command targets as read back from its device: after a command, and
     /// after every setup.
     public var onTargetStates: ((String, [TargetState]) -> Void)?
+    /// How long a connection attempt may last, when not the supervisor's default (a kernel with
+    /// the L2CAP double free: `KernelL2CAPBug`); for tags added from now on.
+    public var connectTimeout: Duration?
     /// How every tag's commands are handled.
     public var commandSettings = CommandSettings() {
         didSet { for s in supervisors.values { s.commands.settings = commandSettings } }
@@ -166,6 +169,7 @@ public final class TagFleet {
             return
         }
         let s = TagSupervisor(tag: tag, sink: sink, loop: loop, adapter: nil, monitor: nil, cache: cache, backoff: backoff)
+        if let connectTimeout { s.connectTimeout = connectTimeout }
         s.delegate = self
         s.commands.settings = commandSettings
         s.commands.onStates = { [weak self] states in self?.onTargetStates?(tag.name, states) }

@@ -65,6 +65,11 @@ final class Daemon: TagSupervisorDelegate {
         case .bluetooth:
             fleet = TagFleet(loop: loop, adapters: configuration.adapters)
             fleet.connectionLimits = configuration.connectionLimits
+            let kernel = KernelL2CAPBug.running
+            if kernel.affected {
+                fleet.connectTimeout = KernelL2CAPBug.connectTimeout
+                Log.notice("bluetooth: this kernel (\(kernel.version)) frees an L2CAP object twice when a connection attempt it gave up is closed; connection attempts are cancelled after \(KernelL2CAPBug.connectTimeout.milliseconds) ms, before the kernel gives up (README, \"The kernel underneath\")")
+            }
         case .emulated:
             let emulation = try TagEmulation(loop: loop)
             self.emulation = emulation

@@ -15,7 +15,7 @@ cache="${1:-$repo/.build-vm/btvirt}"
 tarball=/usr/src/bluez.tar.bz2
 patches=("$here/btvirt-multilink.patch" "$here/btvirt-reset-drops-links.patch" "$here/btvirt-le-read-rssi.patch"
          "$here/btvirt-scan-first-report.patch" "$here/btvirt-adv-data-reports.patch"
-         "$here/btvirt-wedge.patch")
+         "$here/btvirt-wedge.patch" "$here/btvirt-stable-address.patch")
 
 [ -r "$tarball" ] || { echo "build-btvirt: $tarball missing (apt install bluez-source)" >&2; exit 1; }
 version="$(dpkg-query -W -f='${Version}' bluez-source)"

@@ -40,9 +40,10 @@ timing() { echo "$*" >> "$RUN/timing.log"; say "$*"; }
 timing "guest driver started $(uptime_s) s after kernel start"
 dmesg -c > "$RUN/boot-dmesg.log" 2>&1  # from here on, each scenario gets its own kernel.log
 
-# wait_until SECONDS COMMAND...: polls every 0.05 s (COMMAND should be a shell function).
+# wait_until SECONDS COMMAND...: polls every 0.05 s (COMMAND should be a shell function), for
+# SECONDS times VM_TIME_SCALE: set-up steps are backstops too, and a loaded host slows them alike.
 wait_until() {
-  local end=$(( $(us) + $1 * 1000000 )); shift
+  local end=$(( $(us) + $1 * ${VM_TIME_SCALE:-1} * 1000000 )); shift
   until "$@"; do
     [ "$(us)" -lt $end ] || return 1
     nap 0.05
@@ -82,12 +83,12 @@ setup() {
   setsid "$BTVIRT" -L -l"$controllers" > "$dir/btvirt.log" 2>&1 < /dev/null &
   btvirt_pid=$!
   if ! wait_until 15 controllers_present; then
-    echo "controllers hci0..hci$(( controllers - 1 )) did not appear within 15 s" >> "$dir/setup.log"
+    echo "controllers hci0..hci$(( controllers - 1 )) did not appear within 15 s × $VM_TIME_SCALE" >> "$dir/setup.log"
     return 1
   fi
   # All in parallel: each is the kernel's whole init sequence against btvirt.
   for (( i = 0; i < controllers; i++ )); do
-    timeout 15 hciconfig "hci$i" up >> "$dir/setup.log" 2>&1 &
+    timeout $(( 15 * ${VM_TIME_SCALE:-1} )) hciconfig "hci$i" up >> "$dir/setup.log" 2>&1 &
     pids+=($!)
   done
   rc=0
@@ -107,7 +108,7 @@ EOF
   setsid mosquitto -c /tmp/mosquitto.conf > "$dir/mosquitto.log" 2>&1 < /dev/null &
   mosquitto_pid=$!
   if ! wait_until 10 broker_listening; then
-    echo "mosquitto did not listen on 127.0.0.1:$MQTT_PORT within 10 s" >> "$dir/setup.log"
+    echo "mosquitto did not listen on 127.0.0.1:$MQTT_PORT within 10 s × $VM_TIME_SCALE" >> "$dir/setup.log"
     return 1
   fi
   timing "  setup (btmon, btvirt, $controllers controllers up, mosquitto) $(secs $(( $(us) - t0 ))) s"
