@@ -55,6 +55,7 @@ public final class Outbox {
     private var errorLog = LogThrottle()
     private var diskFullLog = LogThrottle()
     private var boundLog = LogThrottle()
+    private var mediumLog = LogThrottle()
     /// Messages handed straight over (QoS ≥ 1) whose acknowledgement has not come yet.
     private var unacknowledged: UnacknowledgedCopies
     /// How long a copy may wait for its acknowledgement before it is spooled.
@@ -68,6 +69,8 @@ public final class Outbox {
 
     /// Opens the spool again after its medium failed.
     private let reopen: () throws(SpoolError) -> Spool
+    /// The spool's directory, where the medium is probed before the spool is opened again.
+    public let directory: String
     /// Messages waiting in memory while the spool's medium fails.
     public let held: HeldMessages
     /// The largest memory the held messages take by default.
@@ -92,6 +95,7 @@ public final class Outbox {
         self.retain = retain
         self.loop = loop
         self.reopen = reopen ?? Outbox.opening(like: spool)
+        directory = spool.directory
         held = HeldMessages(limit: min(heldLimit, spool.maxBytes))
         unacknowledged = UnacknowledgedCopies(slots: publisher.configuration.maxInFlight)
         patienceExpired = { [weak self] in self?.checkPatience() }
@@ -107,6 +111,7 @@ public final class Outbox {
         self.retain = retain
         self.loop = loop
         reopen = open
+        self.directory = directory
         held = HeldMessages(limit: heldLimit)
         unacknowledged = UnacknowledgedCopies(slots: publisher.configuration.maxInFlight)
         mediumFailure = "\(failure)"
@@ -329,9 +334,11 @@ public final class Outbox {
         replaying.removeAll()
         loop.cancel(syncTimer)
         syncTimer = nil
+        // A medium that fails again and again is said at once, then at most once a minute.
+        guard let more = mediumLog.admit(at: loop.now) else { return scheduleReopen() }
         onSpoolError?("\(error): the spool's medium fails; new messages are held in memory (at most \(held.limit >> 10) KiB) "
                       + "and sent while the broker is up; \(waiting) message\(waiting == 1 ? "" : "s") wait in \(spool.directory) "
-                      + "until it works again (tried every \(reopenInterval.milliseconds / 1000) s)")
+                      + "until it works again (tried every \(reopenInterval.milliseconds / 1000) s)" + more)
         scheduleReopen()
     }
 
@@ -376,6 +383,18 @@ public final class Outbox {
     @discardableResult
     public func tryReopen() -> Bool {
         guard spool == nil else { return true }
+        // Opening proves little on a failing card (what it reads may come from the page cache,
+        // and ext4 may not have remounted read-only yet): a small file written, synced and
+        // renamed into place, and its directory synced, does.
+        let probe = directory + "/medium-probe"
+        do { try AtomicFile.replace(probe, with: "collectord: the spool's medium works\n") } catch where error.errno == ENOENT {
+            // No directory yet (the spool never opened): opening the spool makes it, or fails.
+        } catch {
+            spoolErrors += 1
+            mediumFailure = "\(probe): \(error)"
+            return false
+        }
+        unlink(probe)
         let opened: Spool
         do { opened = try reopen() } catch { spoolErrors += 1; return false }
         let heldBefore = held.count
@@ -388,6 +407,9 @@ public final class Outbox {
                 failure = error
                 return false
             }
+        }
+        if failure == nil {
+            do throws(SpoolError) { try opened.sync() } catch { failure = error }
         }
         if let failure {
             try? opened.close()
