@@ -55,7 +55,6 @@ public final class Outbox {
     private var errorLog = LogThrottle()
     private var diskFullLog = LogThrottle()
     private var boundLog = LogThrottle()
-    private var mediumLog = LogThrottle()
     /// Messages handed straight over (QoS ≥ 1) whose acknowledgement has not come yet.
     private var unacknowledged: UnacknowledgedCopies
     /// How long a copy may wait for its acknowledgement before it is spooled.
@@ -334,11 +333,11 @@ public final class Outbox {
         replaying.removeAll()
         loop.cancel(syncTimer)
         syncTimer = nil
-        // A medium that fails again and again is said at once, then at most once a minute.
-        guard let more = mediumLog.admit(at: loop.now) else { return scheduleReopen() }
+        // Said every time: a failure after the spool worked again is news (at most one per
+        // `reopenInterval`, since a reopened spool has passed a write and sync first).
         onSpoolError?("\(error): the spool's medium fails; new messages are held in memory (at most \(held.limit >> 10) KiB) "
                       + "and sent while the broker is up; \(waiting) message\(waiting == 1 ? "" : "s") wait in \(spool.directory) "
-                      + "until it works again (tried every \(reopenInterval.milliseconds / 1000) s)" + more)
+                      + "until it works again (tried every \(reopenInterval.milliseconds / 1000) s)")
         scheduleReopen()
     }
 

@@ -189,6 +189,8 @@ import TestHarness
         #expect(sub.waitFor(seconds: 60) { availability($0).last == "online" && $0.seqs("hallway/temperature").count > heard },
                 "heard again: online, and its readings go on")
         let (_, status) = daemon.stop()
+        // The broker has the stop's offline; the subscriber may not have it yet on a busy machine.
+        #expect(sub.waitFor(seconds: 30) { availability($0).last == "offline" }, "offline at the stop")
         sub.stop()
         #expect(status == 0)
         // Offline until first heard (unless heard before the broker connection was up), and at
