@@ -8,10 +8,14 @@ fails the cut when
   * the next boot did not start the daemon, or the spool was never drained after it;
   * a sequence number of a tag's sensor was used for two different readings (the same reading
     delivered twice is allowed: at least once);
+  * a reading is missing before the newest one of its boot that was delivered (by `seq`, from
+    the block the boot numbered from): the spool is a FIFO, so a cut may take only the tail;
   * the loss exceeds the bound: per sensor, the cut's time minus the newest reading of that boot
     that was ever delivered (before the cut, or replayed after a later boot) minus the sensor's
     period, the reading's time (the guest's clock) moved to the host's clock by the offset
-    measured at that boot.
+    measured at that boot. A sensor with no reading of that boot delivered counts from the first
+    reading of its tag, or, when the tag streamed (its daemon log says so) but nothing of it
+    arrived, from the daemon's start plus the shortest start-to-first-reading of the run.
 
 The offset is the smallest (host arrival - guest send time) over the guest's clock messages of
 the boot, so it is over by the network latency (milliseconds): losses are under by as much.
@@ -112,7 +116,8 @@ def main():
         if stop is not None:
             windows[k] = (started[k] + offsets[k], stop)
 
-    by_boot = {}  # boot -> {(tag, sensor): [host time, ...]}
+    by_boot = {}  # boot -> {(tag, sensor): [(host time, arrival), ...]}
+    seqs = {}  # boot -> {(tag, sensor): {seq, ...}}
     first = {}  # boot -> host time of its first reading
     unplaced = 0
     seen = {}  # (tag, sensor, seq) -> {payload: boot}
@@ -129,6 +134,7 @@ def main():
         else:
             h = t + offsets[placed]
             by_boot.setdefault(placed, {}).setdefault((tag, sensor), []).append((h, arrival))
+            seqs.setdefault(placed, {}).setdefault((tag, sensor), set()).add(seq)
             first[placed] = min(first.get(placed, h), h)
         owners = seen.setdefault((tag, sensor, seq), {})
         if payload not in owners:
@@ -159,13 +165,25 @@ def main():
         else:
             loss, who, replayed = 0.0, "-" if k in first else "(no reading yet)", 0
             got = by_boot.get(k, {})
+            live = streaming(run, k)
             for (tag, sensor), period in sorted(sensors.items()):
                 times = got.get((tag, sensor), [])
                 replayed += sum(1 for _, arrival in times if arrival > t_cut)
                 last = max((h for h, _ in times), default=None)
-                lost = t_cut - last - period if last is not None else t_cut - (windows[k][0] + startup)
+                tag_first = min((h for (t, _), ts in got.items() if t == tag for h, _ in ts), default=None)
+                if last is not None:
+                    lost, why = t_cut - last - period, ""
+                elif tag not in live:
+                    lost, why = 0.0, ""  # the tag never streamed in this boot: nothing was made
+                elif tag_first is not None:
+                    lost, why = t_cut - tag_first - period, " (none)"  # its other sensors did
+                else:
+                    lost, why = t_cut - (windows[k][0] + startup), " (none)"
                 if lost > loss:
-                    loss, who = lost, f"{tag}/{sensor}" + ("" if last is not None else " (none)")
+                    loss, who = lost, f"{tag}/{sensor}{why}"
+        missing = sum(gaps(seqs.get(k, {})).values())
+        if missing:
+            problems.append(f"{missing} reading(s) missing before the last one delivered ({gaps(seqs[k])})")
         nxt = k + 1
         if nxt not in started:
             problems.append("the next boot did not start the daemon")
@@ -185,6 +203,12 @@ def main():
             per_phase.setdefault(phase, []).append(loss)
         print(f"{k:>4} {phase:<7} {delay_ms / 1000:>6.2f}s {loss:>6.2f}s  {who:<15} {replayed:>8}  {repairs}  {status}")
 
+    if end and gaps(seqs.get(end[0], {})):
+        failures += 1
+        print(f"FAIL: the last boot's readings have gaps: {gaps(seqs[end[0]])}")
+    if offsets:
+        print(f"guest clock behind the host's by {min(offsets.values()):.3f}-{max(offsets.values()):.3f} s "
+              f"({len(offsets)} boots); daemon start to first reading at least {startup:.2f} s")
     if unplaced:
         print(f"note: {unplaced} reading(s) fell outside every boot's window (clock offset?)")
     for phase, losses in sorted(per_phase.items()):
@@ -197,6 +221,31 @@ def main():
     print(f"{n} cut(s), {failures} failed, worst loss {w}, bound {bound:.2f} s, "
           f"{len(readings)} readings received, {len(reused)} sequence number(s) reused")
     return 1 if failures or n == 0 else 0
+
+
+def gaps(numbers):
+    """{"tag/sensor": how many numbers are missing} for one boot: every boot ends in a cut, so it
+    numbers from a block start (a multiple of the 36,000 reserve: the first boot from 0, each
+    next from the block the last one reserved at its first reading), and what it delivered must
+    be every number from there to the newest delivered: the spool is a FIFO, so only the tail
+    may be lost."""
+    result = {}
+    for (tag, sensor), got in numbers.items():
+        start = min(got) // 36000 * 36000
+        n = max(got) - start + 1 - len(got)
+        if n:
+            result[f"{tag}/{sensor}"] = n
+    return result
+
+
+def streaming(run, boot):
+    """The tags that streamed in boot, by its daemon log (the serial port's file, written as the
+    daemon writes it, so a tag without its line had made no reading when the power went)."""
+    try:
+        with open(os.path.join(run, f"boot-{boot}", "daemon.log"), errors="replace") as f:
+            return {m.group(1) for m in re.finditer(r"^<\d>(\S+): streaming \(", f.read(), re.M)}
+    except OSError:
+        return set()
 
 
 def recovery(run, boot, stats, start, stop):

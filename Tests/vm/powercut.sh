@@ -20,10 +20,10 @@
 #   outage   the host stops the broker; the cut 2-10 s later, the spool growing
 #   replay   the broker is stopped for 6-12 s, then started again; the cut 0-1.5 s after the
 #            daemon is back online, while it replays the spool
-#   start    the cut comes 0-8 s after the guest started the daemon: before, during or after the
-#            `sequences` rewrite at the first reading (4-7 s after the start here), in the spool's
-#            recovery and the replay of the last cut's leftovers
-#   start    again, 0-1 s after the start
+#   rewrite  0-2 s after the daemon logged that it runs (the spool recovered, its tags
+#            connecting): around its first reading, when it rewrites the `sequences` file, and in
+#            the replay of the last cut's leftovers
+#   start    0-1 s after the guest started the daemon: the daemon's own start
 #
 # After the last cut one more boot runs until the spool is drained, then Tests/vm/powercut-check.py
 # judges every cut (see Tests/vm/README.md, "Power cuts"). Environment: POWERCUT_BOUND_MS (3000)
@@ -66,6 +66,8 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 cat > "$out/mosquitto.conf" <<CONF
 listener $port 127.0.0.1
 allow_anonymous true
+# Started as root, mosquitto would become the mosquitto user, who cannot write the database below.
+user root
 # The subscriber's session (and what is queued for it) survives the outages.
 persistence true
 persistence_location $out/broker/
@@ -164,6 +166,19 @@ mqtt_wait() {
     sleep 0.1
   done
 }
+# file_wait FILE REGEX SECONDS: until a line of FILE matches (seconds scaled).
+file_wait() {
+  local end=$(( $(now_us) + $3 * scale * 1000000 ))
+  until grep -aqE -- "$2" "$1" 2>/dev/null; do
+    [ "$(now_us)" -lt $end ] && qemu_alive || return 1
+    sleep 0.1
+  done
+}
+# mqtt_time FROM_LINE REGEX: the arrival time (microseconds) of the first line past FROM_LINE
+# that matches.
+mqtt_time() {
+  tail -n +"$(( $1 + 1 ))" "$out/mqtt.log" | grep -aE -m1 -- "$2" | sed -E 's/^([0-9]+)\.([0-9]{6}).*/\1\2/'
+}
 qemu_alive() { [ -n "$qemu_pid" ] && kill -0 "$qemu_pid" 2>/dev/null; }
 
 # boot N: the guest on the same disk, in the background; console and daemon log in boot-N/.
@@ -200,7 +215,8 @@ cut() {
   say "cut $1 ($2, +$3 ms)"
 }
 
-phases=(stream outage replay start start)
+phases=(stream outage replay rewrite start)
+startup_ms=""  # daemon start to first tag streaming, for the log
 failed_boots=0
 note "$cuts cut(s), seed $seed, bound $bound_ms ms, broker 127.0.0.1:$port, logs in $out"
 for (( k = 1; k <= cuts + 1; k++ )); do
@@ -210,15 +226,25 @@ for (( k = 1; k <= cuts + 1; k++ )); do
     say "boot $k: the daemon did not start"; tail -n 30 "$out/boot-$k/console.log" >&2
     echo "fail $k daemon did not start" >> "$out/cuts.log"; failed_boots=$((failed_boots + 1)); break
   fi
+  t_daemon=$(mqtt_time "$from" "^[0-9.]+ vmrig/guest boot $k daemon ")
   say "boot $k: daemon started"
   if [ $k -le $cuts ]; then
-    if [ $k -le ${#phases[@]} ]; then phase=${phases[k - 1]}; else phase=${phases[RANDOM % 4]}; fi
+    if [ $k -le ${#phases[@]} ]; then phase=${phases[k - 1]}; else phase=${phases[RANDOM % ${#phases[@]}]}; fi
   else
     phase=end
   fi
-  if [ "$phase" = start ]; then
-    if [ $k -eq ${#phases[@]} ]; then delay=$(rand_ms 0 1000); else delay=$(rand_ms 0 8000); fi
-    nap_ms "$delay"; cut "$k" start "$delay"; continue
+  case $phase in
+    start) delay=$(rand_ms 0 1000); nap_ms "$delay"; cut "$k" start "$delay"; continue ;;
+    rewrite)  # the daemon's log says it runs (tags configured, spool open): 0-2 s before the cut
+      file_wait "$out/boot-$k/daemon.log" '^<[0-9]>collectord [^ ]+ running:' 120 ||
+        say "boot $k: the daemon did not say it runs"
+      delay=$(rand_ms 0 2000); nap_ms "$delay"; cut "$k" rewrite "$delay"; continue ;;
+  esac
+  # The first tag streaming, seen in the daemon's log (the serial port's file, written at once):
+  # its first reading, and the `sequences` rewrite, follow within a period. Not from the broker:
+  # a fresh reading waits there behind the last cut's leftovers.
+  if file_wait "$out/boot-$k/daemon.log" ': streaming \(' 120 && [ -n "$t_daemon" ]; then
+    startup_ms=$(( ($(now_us) - t_daemon) / 1000 ))
   fi
   # Streaming, with the spool drained: a stats message saying nothing is pending, then a reading.
   if ! mqtt_wait "$from" '^[0-9.]+ collectord/daemon/vm/stats .*"spool":\{"pending":0,' 240 ||
@@ -226,9 +252,10 @@ for (( k = 1; k <= cuts + 1; k++ )); do
     say "boot $k: the spool was not drained, or no reading came"
     echo "fail $k not drained" >> "$out/cuts.log"; failed_boots=$((failed_boots + 1))
     qemu_alive || { echo "fail $k the guest died" >> "$out/cuts.log"; break; }
+  else
+    echo "drained $k $(now_us)" >> "$out/cuts.log"
+    say "boot $k: streaming $startup_ms ms after the start, spool drained"
   fi
-  echo "drained $k $(now_us)" >> "$out/cuts.log"
-  say "boot $k: streaming, spool drained"
   case $phase in
     stream) delay=$(rand_ms 1000 8000); nap_ms "$delay"; cut "$k" stream "$delay" ;;
     outage) broker_stop; delay=$(rand_ms 2000 10000); nap_ms "$delay"; cut "$k" outage "$delay"; broker_start ;;
