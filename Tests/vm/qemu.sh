@@ -7,7 +7,7 @@
 # host root read-only and RUN read-write, and runs GUEST_DRIVER (a path in the host's tree) for
 # at most GUEST_LIMIT seconds; its console goes to RUN/console.log unless QEMU_ARGS give their own
 # serial ports, QEMU's own messages to stderr. QEMU_ARGS come last (disks, networks, a pid file);
-# VM_APPEND_EXTRA adds kernel arguments for one caller, VM_APPEND for experiments.
+# VM_APPEND adds kernel arguments (experiments).
 #
 # TCG only: KVM does not work on these hosts. no_timer_check: on a busy host the emulated CPU can
 # miss the kernel's IO-APIC timer check at boot ("IO-APIC + timer doesn't work", a panic, seen
@@ -20,7 +20,7 @@ vm_qemu() {
     -machine pc,accel=tcg -cpu "${VM_CPU:-max}" -m "${VM_MEM:-1024}" -smp "${VM_SMP:-2}" \
     -display none -monitor none "${serial[@]}" -no-reboot -nic none \
     -kernel "$kernel" -initrd "$initramfs" \
-    -append "console=ttyS0 quiet loglevel=4 panic=-1 no_timer_check ${VM_APPEND:-} ${VM_APPEND_EXTRA:-} vmrig.run=$run vmrig.guest=$guest vmrig.timeout=$limit" \
+    -append "console=ttyS0 quiet loglevel=4 panic=-1 no_timer_check ${VM_APPEND:-} vmrig.run=$run vmrig.guest=$guest vmrig.timeout=$limit" \
     -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" \
     -virtfs "local,path=$run,mount_tag=results,security_model=none,multidevs=remap" \
     "$@"
