@@ -31,7 +31,6 @@
 # random seed (printed). Exit status 0 when every cut passed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-repo=$(pwd)
 cache=$1 kernel=$2 initramfs=$3 collectord=$4 cuts=$5
 scale=${VM_TIME_SCALE:-3}
 bound_ms=${POWERCUT_BOUND_MS:-3000}
@@ -44,7 +43,9 @@ now_us() { echo "${EPOCHREALTIME/./}"; }
 t_start=$(now_us)
 elapsed() { local u=$(( $(now_us) - t_start )); printf '%d.%d' $(( u / 1000000 )) $(( u % 1000000 / 100000 )); }
 say() { echo "[$(elapsed)] $*"; }
-rand_ms() { echo $(( $1 + (RANDOM * 32768 + RANDOM) % ($2 - $1 + 1) )); }  # uniform in [$1, $2]
+# rand_ms MIN MAX: $ms uniform in [MIN, MAX]; not in a $(subshell), which would draw from a seed
+# of its own and break POWERCUT_SEED's replay.
+rand_ms() { ms=$(( $1 + (RANDOM * 32768 + RANDOM) % ($2 - $1 + 1) )); }
 nap_ms() { sleep "$(printf '%d.%03d' $(( $1 / 1000 )) $(( $1 % 1000 )))"; }
 
 out="$cache/powercut"
@@ -58,7 +59,8 @@ cp "$collectord" "$out/stage/collectord"
 
 # The disk: ext4 as Raspberry Pi OS's image builder (pi-gen, export-image/prerun.sh) makes it:
 # `mkfs.ext4 -L rootfs -O ^huge_file`, less 64bit and metadata_csum when mke2fs.conf turns them on
-# (Debian's does), so the journal and block layout are the Pi's. Raw, so QEMU writes through to it.
+# (Debian's does), so the journal and block layout are the Pi's. Raw: what the guest's writes
+# reach lands in the file as it is, for the next boot.
 truncate -s 256M "$out/disk.img"
 mkfs.ext4 -q -F -L rootfs -O ^64bit,^metadata_csum,^huge_file "$out/disk.img"
 
@@ -78,8 +80,8 @@ log_type warning
 log_type notice
 CONF
 
-# The daemon's configuration: two emulated CC2650s, five sensors at 300-500 ms (a CC2650's
-# fastest periods), about 15 readings a second.
+# The daemon's configuration: two emulated CC2650s, five sensors at 300-500 ms (300 ms is the
+# shortest period the temperature sensor takes), about 15 readings a second.
 cat > "$out/collectord.conf" <<CONF
 log_level = "info"
 stats_interval_s = 2
@@ -234,11 +236,11 @@ for (( k = 1; k <= cuts + 1; k++ )); do
     phase=end
   fi
   case $phase in
-    start) delay=$(rand_ms 0 1000); nap_ms "$delay"; cut "$k" start "$delay"; continue ;;
+    start) rand_ms 0 1000; delay=$ms; nap_ms "$delay"; cut "$k" start "$delay"; continue ;;
     rewrite)  # the daemon's log says it runs (tags configured, spool open): 0-2 s before the cut
       file_wait "$out/boot-$k/daemon.log" '^<[0-9]>collectord [^ ]+ running:' 120 ||
         say "boot $k: the daemon did not say it runs"
-      delay=$(rand_ms 0 2000); nap_ms "$delay"; cut "$k" rewrite "$delay"; continue ;;
+      rand_ms 0 2000; delay=$ms; nap_ms "$delay"; cut "$k" rewrite "$delay"; continue ;;
   esac
   # The first tag streaming, seen in the daemon's log (the serial port's file, written at once):
   # its first reading, and the `sequences` rewrite, follow within a period. Not from the broker:
@@ -257,16 +259,16 @@ for (( k = 1; k <= cuts + 1; k++ )); do
     say "boot $k: streaming $startup_ms ms after the start, spool drained"
   fi
   case $phase in
-    stream) delay=$(rand_ms 1000 8000); nap_ms "$delay"; cut "$k" stream "$delay" ;;
-    outage) broker_stop; delay=$(rand_ms 2000 10000); nap_ms "$delay"; cut "$k" outage "$delay"; broker_start ;;
+    stream) rand_ms 1000 8000; delay=$ms; nap_ms "$delay"; cut "$k" stream "$delay" ;;
+    outage) broker_stop; rand_ms 2000 10000; delay=$ms; nap_ms "$delay"; cut "$k" outage "$delay"; broker_start ;;
     replay)
-      broker_stop; nap_ms "$(rand_ms 6000 12000)"
+      broker_stop; rand_ms 6000 12000; nap_ms "$ms"
       from=$(mqtt_lines); broker_start
       if ! mqtt_wait "$from" '^[0-9.]+ collectord/daemon/vm/status online' 60; then
         say "boot $k: the daemon did not come back to the broker"
         echo "fail $k no reconnection" >> "$out/cuts.log"; failed_boots=$((failed_boots + 1))
       fi
-      delay=$(rand_ms 0 1500); nap_ms "$delay"; cut "$k" replay "$delay" ;;
+      rand_ms 0 1500; delay=$ms; nap_ms "$delay"; cut "$k" replay "$delay" ;;
     end) nap_ms 3000; kill -KILL "$qemu_pid" || true; qemu_pid=""; echo "end $k $(now_us)" >> "$out/cuts.log" ;;
   esac
 done
