@@ -14,8 +14,8 @@ fails the cut when
     that was ever delivered (before the cut, or replayed after a later boot) minus the sensor's
     period, the reading's time (the guest's clock) moved to the host's clock by the offset
     measured at that boot. A sensor with no reading of that boot delivered counts from the first
-    reading of its tag, or, when the tag streamed (its daemon log says so) but nothing of it
-    arrived, from the daemon's start plus the shortest start-to-first-reading of the run.
+    reading of its tag, or, when the tag streamed but nothing of it arrived, from the time the
+    daemon's log says the tag began streaming; not at all when it had not.
 
 The offset is the smallest (host arrival - guest send time) over the guest's clock messages of
 the boot, so it is over by the network latency (milliseconds): losses are under by as much.
@@ -177,8 +177,8 @@ def main():
                     lost, why = 0.0, ""  # the tag never streamed in this boot: nothing was made
                 elif tag_first is not None:
                     lost, why = t_cut - tag_first - period, " (none)"  # its other sensors did
-                else:
-                    lost, why = t_cut - (windows[k][0] + startup), " (none)"
+                else:  # streaming began then; its first reading a period later
+                    lost, why = t_cut - (live[tag] + offsets[k]) - period, " (none)"
                 if lost > loss:
                     loss, who = lost, f"{tag}/{sensor}{why}"
         missing = sum(gaps(seqs.get(k, {})).values())
@@ -239,13 +239,15 @@ def gaps(numbers):
 
 
 def streaming(run, boot):
-    """The tags that streamed in boot, by its daemon log (the serial port's file, written as the
-    daemon writes it, so a tag without its line had made no reading when the power went)."""
+    """{tag: guest time} of the tags that began streaming in boot, by its daemon log (the serial
+    port's file, written as the daemon writes it, each line stamped with the guest's time: a tag
+    without its line had made no reading when the power went)."""
     try:
         with open(os.path.join(run, f"boot-{boot}", "daemon.log"), errors="replace") as f:
-            return {m.group(1) for m in re.finditer(r"^<\d>(\S+): streaming \(", f.read(), re.M)}
+            return {m.group(2): float(m.group(1)) for m in
+                    re.finditer(r"^(\d+\.\d+) <\d>(\S+): streaming \(", f.read(), re.M)}
     except OSError:
-        return set()
+        return {}
 
 
 def recovery(run, boot, stats, start, stop):
@@ -265,7 +267,7 @@ def recovery(run, boot, stats, start, stop):
                 said.append(f"{w.group(1)} spooled")
             elif "sequence numbers:" in line and "not clean" in line:
                 said.append("seq jump")
-            elif re.search(r"^<[0-4]>(spool|sequence numbers|state file)|damaged", line):
+            elif re.search(r"<[0-4]>(spool|sequence numbers|state file)|damaged", line):
                 said.append(line[:160])
     except OSError:
         return "no daemon log"

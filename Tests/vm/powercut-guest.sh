@@ -13,7 +13,8 @@
 #     clock SECONDS.MICROS") so the host can compare reading times with its own, and "boot N
 #     daemon SECONDS.MICROS" when it starts the daemon;
 #   * starts `collectord run --emulated-tags` as systemd would with the package's unit, with its
-#     log on the second serial port (a file on the host, so it survives the cut), and starts it
+#     log on the second serial port (a file on the host, so it survives the cut; each line
+#     prefixed with the guest's time, SECONDS.MICROS, as journald stamps it), and starts it
 #     again 5 s after it fails unless it refused its configuration (Restart=on-failure,
 #     RestartSec=5s, RestartPreventExitStatus=78);
 #   * waits for the power cut (the host kills QEMU).
@@ -58,13 +59,17 @@ exec {events}<> /tmp/guest-events
   done
 ) &
 
+# Each log line with the guest's time it was written at, as journald keeps it, so the host can
+# tell when a tag began streaming in a boot the power then left without a reading delivered.
+stamp() { local line; while IFS= read -r line; do echo "$EPOCHREALTIME $line"; done; }
+
 starts=0
 while :; do
   starts=$((starts + 1))
   echo "boot $BOOT daemon $EPOCHREALTIME" > /tmp/guest-events
   say "starting collectord (start $starts)"
-  "$COLLECTORD" run --config "$CONFIG" --emulated-tags > /dev/ttyS1 2>&1 < /dev/null
-  rc=$?
+  "$COLLECTORD" run --config "$CONFIG" --emulated-tags 2>&1 < /dev/null | stamp > /dev/ttyS1
+  rc=${PIPESTATUS[0]}
   if [ $rc -eq 78 ]; then say "collectord refused its configuration (status 78)"; break; fi
   say "collectord exited with status $rc; starting it again in 5 s"
   nap 5

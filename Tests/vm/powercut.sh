@@ -238,7 +238,7 @@ for (( k = 1; k <= cuts + 1; k++ )); do
   case $phase in
     start) rand_ms 0 1000; delay=$ms; nap_ms "$delay"; cut "$k" start "$delay"; continue ;;
     rewrite)  # the daemon's log says it runs (tags configured, spool open): 0-2 s before the cut
-      file_wait "$out/boot-$k/daemon.log" '^<[0-9]>collectord [^ ]+ running:' 120 ||
+      file_wait "$out/boot-$k/daemon.log" '<[0-9]>collectord [^ ]+ running:' 120 ||
         say "boot $k: the daemon did not say it runs"
       rand_ms 0 2000; delay=$ms; nap_ms "$delay"; cut "$k" rewrite "$delay"; continue ;;
   esac
