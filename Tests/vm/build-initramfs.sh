@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the guest's initramfs: busybox, the kernel modules the guest needs (9p over virtio for
-# the host's root, Bluetooth with hci_vhci for btvirt, and the crypto btvirt and the kernel's
-# ECDH self-test need), a /sbin/modprobe stub and Tests/vm/init. Prints "KERNEL INITRAMFS".
+# the host's root, Bluetooth with hci_vhci for btvirt, the crypto btvirt and the kernel's ECDH
+# self-test need, and for the power cut runs a virtio disk with ext4 and a virtio network card),
+# a /sbin/modprobe stub and Tests/vm/init. Prints "KERNEL INITRAMFS".
 #
 #   Tests/vm/build-initramfs.sh [CACHE_DIR [KERNEL_ROOT]]
 #
@@ -31,13 +32,17 @@ modprobe=(modprobe -S "$kver")
 
 # Load order (see docs in Tests/vm/README.md): virtio and 9p first; the random number generators
 # before ecdh_generic (it self-tests with them; sha3_generic before jitterentropy_rng); then
-# Bluetooth; then the AF_ALG ciphers btvirt opens (ecb(aes), cmac(aes)). Each module's own
-# dependencies are inserted before it from `modprobe --show-depends`.
+# Bluetooth; then the AF_ALG ciphers btvirt opens (ecb(aes), cmac(aes)); then the power cut
+# runs' disk (virtio_blk; ext4 with jbd2, mbcache and its soft dependency crc32c, which must be
+# loaded beforehand since the modprobe stub answers crypto lookups "no") and network card
+# (virtio_net), which the scenarios load too and leave unused. Each module's own dependencies are inserted before it
+# from `modprobe --show-depends`.
 wanted=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
         9pnet 9pnet_virtio netfs fscache 9p crc16
         ctr sha512_generic sha3_generic jitterentropy_rng drbg ansi_cprng
         ecc ecdh_generic rfkill bluetooth hci_vhci
-        ecb cmac af_alg algif_skcipher algif_hash)
+        ecb cmac af_alg algif_skcipher algif_hash
+        virtio_blk ext4 virtio_net)
 
 key="$( { echo "$kver ${wanted[*]}"; cat "$0" "$here/init" "$here/modprobe-stub"; \
           ls -l /bin/busybox "$kernel"; } | sha256sum | cut -c1-16)"
