@@ -1,5 +1,5 @@
 #!/bin/bash
-# collectord on hci0 and hci1: hci0 wedged (commands unanswered) is found, its tag moves to hci1, a power cycle cures it; wedged for good, it is given up and hci1 carries on.
+# collectord on hci0 and hci1 beside bluetoothd: hci0 wedged (commands unanswered) is found, its tag moves to hci1, a power cycle cures it; wedged for good, it is given up and hci1 carries on.
 # vm-timeout: 300
 # vm-controllers: 4
 # Two emulated tags on hci2 and hci3; the daemon has adapters = ["hci0", "hci1"], two tags each,
@@ -14,9 +14,8 @@
 #      is unanswered, which leaves hci0 down), the next follows, then controller_gave_up; a and
 #      b stream on hci1, and hci0 is not touched again.
 # The times from the wedge to its detection, to the step and to the cure are logged.
-# With WEDGE_WITH_BLUETOOTHD=1 (58-wedge-bluetoothd.sh) D-Bus and bluetoothd run beside it, as on
-# Raspberry Pi OS: the same must happen, bluetoothd must still run at the end, and it is never
-# restarted or stopped by the daemon.
+# D-Bus and bluetoothd run beside it, as on Raspberry Pi OS: bluetoothd must still run at the
+# end, never restarted or stopped by the daemon.
 . "$VM_LIB"
 # Debian 12's kernel from 6.1.191 on (6.1.0-55, 6.1.0-56) hits "kernel BUG at
 # lib/list_debug.c:56" (hci_chan_del from l2cap_sock_release) when the tag's emulator closes the
@@ -30,12 +29,10 @@ M=$OUT/mqtt.log
 ev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\""; }
 tev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
 
-if [ -n "${WEDGE_WITH_BLUETOOTHD:-}" ]; then
-  # Before the emulators: the kernel hands an incoming link to the newest listener.
-  start_bluetoothd hci3
-  bluetoothd_pid=$(cat "$OUT/bluetoothd.pid")
-  log "bluetoothd runs (pid $bluetoothd_pid)"
-fi
+# Before the emulators: the kernel hands an incoming link to the newest listener.
+start_bluetoothd hci3
+bluetoothd_pid=$(cat "$OUT/bluetoothd.pid")
+log "bluetoothd runs (pid $bluetoothd_pid)"
 mqtt_watch mqtt || fail "mosquitto_sub did not subscribe"
 daemon_config "$CONF" 3
 sed -i "s/^adapter = \"hci0\"\$/adapters = [\"hci0\", \"hci1\"]\nmax_connections = 2\nstats_interval_s = 5/" "$CONF"
@@ -93,10 +90,8 @@ nap 20
 [ "$(count "$M" "$(ev controller_recovery)")" -eq "$steps" ] || fail "steps after the give-up"
 [ "$(count "$M" "$(ev controller_wedged)")" -eq "$n_after" ] || fail "hci0 judged again after the give-up"
 running daemon || fail "the daemon died"
-if [ -n "${WEDGE_WITH_BLUETOOTHD:-}" ]; then
-  running bluetoothd && [ "$(cat "$OUT/bluetoothd.pid")" = "$bluetoothd_pid" ] || fail "bluetoothd did not run through it"
-  log "bluetoothd ran through both wedges (pid $bluetoothd_pid)"
-fi
+running bluetoothd && [ "$(cat "$OUT/bluetoothd.pid")" = "$bluetoothd_pid" ] || fail "bluetoothd did not run through it"
+log "bluetoothd ran through both wedges (pid $bluetoothd_pid)"
 stop daemon
 unwedge hci0
 pass "found in $(ms_between $t_wedge $t_found) ms, cured in $(ms_between $t_wedge $t_cured) ms; given up in $(ms_between $t_stuck $t_gave) ms"
