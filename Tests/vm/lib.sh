@@ -372,6 +372,29 @@ start_bluetoothd() {
     || { tail -20 "$OUT/bluetoothd.log"; fail "bluetoothd did not take the adapters"; }
 }
 
+# emulate_tags NAME:HCI...: a CC2650 emulator per NAME on HCI (output in emulate-NAME.log; seeds
+# 1, 2, … in order), returning once each advertises.
+emulate_tags() {
+  local t seed=0
+  for t in "$@"; do
+    seed=$((seed + 1))
+    start "emulate-${t%%:*}" "$COLLECTORD" emulate --model cc2650 --adapter "${t#*:}" --seed "$seed"
+  done
+  for t in "$@"; do
+    wait_for "$OUT/emulate-${t%%:*}.log" "advertising on ${t#*:}" 15 || fail "emulator ${t%%:*} did not advertise"
+  done
+}
+
+# tags_ready LOG NAME:HCI...: waits for each tag's ready event on HCI in LOG (a mqtt_watch log).
+tags_ready() {
+  local m=$1 t
+  shift
+  for t in "$@"; do
+    wait_for "$m" "collectord/daemon/vm/events \{.*\"event\":\"ready\",\"tag\":\"${t%%:*}\".*on ${t#*:}\"" 60 \
+      || { mqtt_show "$m"; fail "tag ${t%%:*} not ready on ${t#*:}"; }
+  done
+}
+
 # start_emulators: a CC2650 on hci1 (emulate-a) and a CC2541 on hci2 (emulate-b), both advertising.
 start_emulators() {
   start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1

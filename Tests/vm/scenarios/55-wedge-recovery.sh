@@ -42,15 +42,9 @@ daemon_tag "$CONF" b "$HCI3_ADDR" cc2650 humidity:500
 step 10 check-config "$COLLECTORD" check-config --config "$CONF" || fail "configuration rejected"
 expect "$OUT/check-config.log" '^recovery of wedged controllers: on \(at most one step per adapter every 10 s, given up after 2\)$' "recovery on"
 
-start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci2 --seed 1
-start emulate-b "$COLLECTORD" emulate --model cc2650 --adapter hci3 --seed 2
-for t in a:hci2 b:hci3; do
-  wait_for "$OUT/emulate-${t%%:*}.log" "advertising on ${t#*:}" 15 || fail "emulator ${t%%:*} did not advertise"
-done
+emulate_tags a:hci2 b:hci3
 start daemon "$COLLECTORD" run --config "$CONF"
-for t in a:hci0 b:hci1; do
-  wait_for "$M" "$(tev ready "${t%%:*}").*on ${t#*:}\"" 60 || { mqtt_show "$M"; fail "tag ${t%%:*} not ready on ${t#*:}"; }
-done
+tags_ready "$M" a:hci0 b:hci1
 wait_for "$M" 'collectord/daemon/vm/stats .*"a":\{"state":"streaming","adapter":"hci0","rssi_dbm":-1,' 20 \
   || { mqtt_show "$M"; fail "no stats with a's RSSI on hci0"; }
 log "a streams on hci0, b on hci1; Read RSSI answered"

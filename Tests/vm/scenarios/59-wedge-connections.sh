@@ -27,15 +27,9 @@ daemon_tag "$CONF" a "$HCI2_ADDR" cc2650 humidity:500
 daemon_tag "$CONF" b "$HCI3_ADDR" cc2650 humidity:500
 step 10 check-config "$COLLECTORD" check-config --config "$CONF" || fail "configuration rejected"
 
-start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci2 --seed 1
-start emulate-b "$COLLECTORD" emulate --model cc2650 --adapter hci3 --seed 2
-for t in a:hci2 b:hci3; do
-  wait_for "$OUT/emulate-${t%%:*}.log" "advertising on ${t#*:}" 15 || fail "emulator ${t%%:*} did not advertise"
-done
+emulate_tags a:hci2 b:hci3
 start daemon "$COLLECTORD" run --config "$CONF"
-for t in a:hci0 b:hci1; do
-  wait_for "$M" "$(tev ready "${t%%:*}").*on ${t#*:}\"" 60 || { mqtt_show "$M"; fail "tag ${t%%:*} not ready on ${t#*:}"; }
-done
+tags_ready "$M" a:hci0 b:hci1
 log "a streams on hci0, b on hci1"
 if [[ $(uname -v) =~ Debian\ 6\.1\.([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -ge 191 ]; then
   expect "$OUT/daemon.log" 'connection attempts are cancelled after 3500 ms' "the daemon knows this kernel's L2CAP bug"
