@@ -175,9 +175,7 @@ public final class Outbox {
         } catch {
             if Outbox.isMediumFailure(error) {
                 retire(error)
-                held.hold(topic: topic, payload: payload, qos: UInt8(qos), retain: retain)
-                drain()
-                return
+                return hold(topic: topic, payload: payload, retain: retain)
             }
             spoolFailed("\(error); a message was lost")
         }
