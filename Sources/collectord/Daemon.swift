@@ -19,19 +19,19 @@ import Relay
 final class Daemon: TagSupervisorDelegate {
     private let path: String
     private(set) var config: DaemonConfiguration
-    private let loop: EventLoop
-    private let notifier = SystemdNotifier()
+    let loop: EventLoop
+    let notifier = SystemdNotifier()
     let fleet: TagFleet
     private(set) var publication: Publication
     /// Every tag's sequence numbers, for the daemon's whole life: each publication draws from
     /// it, so a reload that replaces the publication neither reuses nor skips a number (the old
     /// one still numbers the readings of its goodbye). Written as clean only at the real stop.
-    private let sequences: SequenceStore
+    let sequences: SequenceStore
     /// Encrypted devices' replay counters, kept across restarts in the spool directory.
     private let replayCounters: ReplayCounterStore
     /// Whether readings' times can be trusted yet; told to every publication.
     private let wallClock: WallClockWatch
-    private let started: Instant
+    let started: Instant
     private var statsTimer: TimerID?
     private var stopping = false
     /// Set while the publication is being replaced (a reload changed `[mqtt]`, `[spool]` or
@@ -354,6 +354,20 @@ final class Daemon: TagSupervisorDelegate {
     }
 
     private func publishStats() {
+        let payload = ControlPayloads.stats(statistics(), time: .now())
+        publication.publishStats(payload)
+        let outbox = publication.outbox
+        let streaming = fleet.supervisors.values.filter { $0.state == .streaming }.count
+        Log.info("stats: \(streaming)/\(fleet.supervisors.count) tags streaming, \(publication.readingsPublished) readings, "
+                 + (outbox.spool.map { "spool \($0.count) pending, \($0.dropped) dropped" }
+                    ?? "spool failing, \(outbox.held.count) held in memory, \(outbox.held.dropped) dropped"))
+        notifier.notify("STATUS=\(streaming)/\(fleet.supervisors.count) tags streaming")
+    }
+
+    /// Everything the daemon can say about itself now, as one plain value: for the stats message,
+    /// and for whatever else reports on the running daemon. Each link's signal strength is the one
+    /// last read (`TagFleet.readLinkQuality`), so asking costs no radio traffic.
+    func statistics() -> Statistics {
         var stats = Statistics()
         stats.uptime = loop.now - started
         let p = publication.publisher.statistics
@@ -421,13 +435,7 @@ final class Daemon: TagSupervisorDelegate {
             Statistics.Tag(name: name, heard: device.online, rssiDBm: device.rssi.map { Int($0) }, advertisements: device.counters,
                            lastHeardSecondsAgo: device.lastHeard.map { (now - $0).nanosecondsClamped / 1_000_000_000 })
         }
-        let payload = ControlPayloads.stats(stats, time: .now())
-        publication.publishStats(payload)
-        let streaming = fleet.supervisors.values.filter { $0.state == .streaming }.count
-        Log.info("stats: \(streaming)/\(fleet.supervisors.count) tags streaming, \(publication.readingsPublished) readings, "
-                 + (outbox.spool.map { "spool \($0.count) pending, \($0.dropped) dropped" }
-                    ?? "spool failing, \(outbox.held.count) held in memory, \(outbox.held.dropped) dropped"))
-        notifier.notify("STATUS=\(streaming)/\(fleet.supervisors.count) tags streaming")
+        return stats
     }
 
     // MARK: Events
