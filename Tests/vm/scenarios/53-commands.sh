@@ -56,7 +56,9 @@ command() {
 
 writes_before=$(count "$OUT/btmon.txt" 'ATT: Write Request')
 command led1 ON "$IO_DATA" 01
-expect "$OUT/emulate-a.log" "took write $IO_CONFIG 01 at" "the IO service put in remote mode"
+wait_for "$OUT/emulate-a.log" "took write $IO_CONFIG 01 at" 10 \
+  || { tail -20 "$OUT/emulate-a.log"; fail "the IO service was not put in remote mode"; }
+log "ok: the IO service put in remote mode"
 command led2 ON "$IO_DATA" 03
 command buzzer ON "$IO_DATA" 07
 command buzzer OFF "$IO_DATA" 03

@@ -45,7 +45,20 @@ wait_for "$M" "$(ev controller_wedged).*\"detail\":\"hci0: connections_never_com
   || { mqtt_show "$M"; fail "the wedge was not found"; }
 mqtt_first "$M" "$(ev controller_wedged)"; t_found=$mqtt_t
 log "found $(ms_between $t_wedge $t_found) ms after hci0 wedged"
-wait_for "$M" "$(tev ready a).*on hci1\"" 60 || { mqtt_show "$M"; fail "a not ready on hci1"; }
+if ! wait_for "$M" "$(tev ready a).*on hci1\"" 60; then
+  # On 6.1.191+ the L2CAP double free can also meet the peripheral: the daemon gave up an attempt
+  # on hci1 that the controller had just completed (hci0 was back from its power cycle), and a's
+  # emulator, closing that link which never carried a byte, was killed by the kernel's BUG. That
+  # is the kernel's fault in the test's own peripheral, not the daemon's; the daemon's side of it
+  # runs on Debian 13's kernel too (CI's trixie stage).
+  pid=$(cat "$OUT/emulate-a2.pid")
+  if ! running emulate-a2 && dmesg | grep -q "PID: $pid Comm: collectord"; then
+    dmesg | grep -A3 'list_del corruption\|kernel BUG' | head -8
+    running daemon || fail "the daemon died too"
+    skip "kernel $(uname -r): the L2CAP double free killed a's emulator (pid $pid) as it closed a link that carried nothing; the daemon ran on"
+  fi
+  mqtt_show "$M"; fail "a not ready on hci1"
+fi
 mqtt_first "$M" "$(tev ready a).*on hci1\""; t_moved=$mqtt_t
 wait_for "$M" "$(ev controller_recovery).*\"detail\":\"hci0: power_cycle \\(attempt 1\\)\"" 60 || { mqtt_show "$M"; fail "no power cycle"; }
 wait_for "$M" "$(ev controller_recovered).*\"detail\":\"hci0 after " 60 || { mqtt_show "$M"; fail "hci0 not recovered"; }
