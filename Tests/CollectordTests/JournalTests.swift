@@ -1,6 +1,7 @@
 // Log lines in journald's native protocol: the datagrams as a reader written from the protocol's
 // description takes them apart, on a real socket; stderr where there is no journald or it does
-// not take a line.
+// not take a line; and the daemon under systemd's own journald, its tags' lines found by
+// COLLECTORD_TAG with journalctl.
 
 import Glibc
 import Testing
@@ -142,5 +143,40 @@ private func readAll(_ fd: Int32) -> String {
             #expect(!JournalSocket.isStream(garbage, descriptor: b), "\(garbage)")
         }
         #expect(JournalSocket.forStderr(environment: nil) == nil)
+    }
+}
+
+/// The daemon as systemd runs it, with systemd's own journald: its stderr is the journal's
+/// stream ($JOURNAL_STREAM), its journald's socket at /run/systemd/journal/socket.
+@Suite struct JournaldTests {
+    @Test func aTagsLinesAreFoundInTheJournalByItsName() throws {
+        let journald = try Journald()
+        defer { journald.stop() }
+        let broker = try Broker()
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
+        try daemon.start(journalStream: true, launcher: journald.serviceLauncher(spare: daemon.directory.sub("journal")))
+        var kitchen: [[String: String]] = []
+        #expect(waitUntil(seconds: 60, every: .milliseconds(250)) {
+            kitchen = journald.entries(["COLLECTORD_TAG=kitchen"])
+            return kitchen.contains { $0["MESSAGE"]?.hasPrefix("kitchen: streaming (") == true }
+        }, "journal: \(kitchen); stderr: \(daemon.log)")
+        #expect(daemon.stop().status == 0)
+
+        kitchen = journald.entries(["COLLECTORD_TAG=kitchen"])
+        for entry in kitchen {
+            #expect(entry["MESSAGE"]?.hasPrefix("kitchen: ") == true || entry["MESSAGE"]?.contains(" kitchen ") == true, "\(entry)")
+            #expect(entry["COLLECTORD_ADDRESS"] == "00:AA:01:01:00:01" && entry["SYSLOG_IDENTIFIER"] == "collectord"
+                    && entry["_TRANSPORT"] == "journal", "\(entry)")
+        }
+        let streaming = kitchen.first { $0["MESSAGE"]?.hasPrefix("kitchen: streaming (") == true }
+        #expect(streaming?["PRIORITY"] == "5" && streaming?["COLLECTORD_ADAPTER"]?.isEmpty == false, "\(streaming ?? [:])")
+        let garage = journald.entries(["COLLECTORD_TAG=garage"])
+        #expect(garage.contains { $0["MESSAGE"]?.hasPrefix("garage: streaming (") == true }, "\(garage)")
+        #expect(garage.allSatisfy { $0["COLLECTORD_ADDRESS"] == "00:AA:01:02:00:02" })
+        // Lines about no tag are there too, without the field.
+        let all = journald.entries(["SYSLOG_IDENTIFIER=collectord"])
+        #expect(all.contains { $0["MESSAGE"]?.hasPrefix("collectord ") == true && $0["COLLECTORD_TAG"] == nil }, "\(all.map { $0["MESSAGE"] ?? "" })")
+        // Every line went to journald, none to stderr.
+        #expect(!daemon.log.contains("streaming"), "\(daemon.log)")
     }
 }
