@@ -117,14 +117,18 @@ private func readAll(_ fd: Int32) -> String {
         let (stderrRead, stderrWrite) = try stderrPipe()
         defer { close(stderrRead); close(stderrWrite) }
         let output = LogOutput(journal: try #require(JournalSocket(path: directory.sub("socket"))), stderr: stderrWrite)
-        for i in 0..<300 { output.write(.info, "kitchen: line \(i)", LogFields(tag: "kitchen")) }
+        // More than the queue takes, whether it is bounded by the count of datagrams
+        // (net.unix.max_dgram_qlen, 512 under systemd) or by the sender's buffer; less than the
+        // 64 KiB a pipe holds.
+        let lines = 2000
+        for i in 0..<lines { output.write(.info, "kitchen: line \(i)", LogFields(tag: "kitchen")) }
         var received: [String] = []
         while let d = journald.receive() {
             received += journalFields(d)?.filter { $0.name == "MESSAGE" }.map { String(decoding: $0.value, as: UTF8.self) } ?? []
         }
         let onStderr = readAll(stderrRead).split(separator: "\n").map { String($0.dropFirst(3)) }
         #expect(!received.isEmpty && !onStderr.isEmpty, "\(received.count) sent, \(onStderr.count) on stderr")
-        #expect(Set(received + onStderr) == Set((0..<300).map { "kitchen: line \($0)" }) && received.count + onStderr.count == 300)
+        #expect(Set(received + onStderr) == Set((0..<lines).map { "kitchen: line \($0)" }) && received.count + onStderr.count == lines)
     }
 
     /// $JOURNAL_STREAM is "device:inode" of the stream systemd gave: only a descriptor that is
