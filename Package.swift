@@ -175,7 +175,7 @@ let package = Package(
             dependencies: ["collectord", "Relay", "Configuration", "Spooling", "MQTTClient", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "Payloads", "TestHarness", "TestRandom"]
         ),
         // The harness of the tests and of the benchmark rig: child processes with a clean signal
-        // state, a mosquitto broker, a mosquitto_sub subscriber, the daemon as a process,
+        // state, a mosquitto broker, a mosquitto_sub subscriber, journald, the daemon as a process,
         // temporary directories, waiting for a condition. Foundation-free, so that the
         // benchmark's measured probes can use it.
         .target(

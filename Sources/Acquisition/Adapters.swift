@@ -45,8 +45,9 @@ public protocol AdapterSystem: AnyObject {
     /// has no such events (no Bluetooth in the kernel yet): the fleet then looks again now and then.
     func watchDevices(_ handler: @escaping (HCIEvent) -> Void) -> Bool
     func close()
-    /// Told what goes wrong with an adapter that is up (its scanning refused, …), for the log.
-    var onWarning: ((String) -> Void)? { get set }
+    /// Told what goes wrong with an adapter that is up (its scanning refused, …), for the log:
+    /// the adapter's name, and the message naming it.
+    var onWarning: ((String, String) -> Void)? { get set }
 }
 
 /// The kernel's controllers.
@@ -54,7 +55,7 @@ public final class KernelAdapters: AdapterSystem {
     private let loop: EventLoop
     private var events: HCISocket?
     private let control: KernelControllerControl
-    public var onWarning: ((String) -> Void)?
+    public var onWarning: ((String, String) -> Void)?
 
     public init(loop: EventLoop) {
         self.loop = loop
@@ -69,7 +70,7 @@ public final class KernelAdapters: AdapterSystem {
         let monitor: AdvertisementMonitor?
         let closeMonitor: () -> Void
         if let scan = try? BackgroundScan(loop: loop, adapter: a) {
-            scan.onRefusal = { [weak self] why in self?.onWarning?("\(a.name): \(why); tags given up on are retried every reconnect.cap_ms instead") }
+            scan.onRefusal = { [weak self] why in self?.onWarning?(a.name, "\(a.name): \(why); tags given up on are retried every reconnect.cap_ms instead") }
             monitor = scan
             closeMonitor = scan.close
         } else {
@@ -79,7 +80,7 @@ public final class KernelAdapters: AdapterSystem {
         }
         let quality = try? LinkQuality(loop: loop, adapter: a)
         let listener = try? AdvertisementListener(loop: loop, adapter: a)
-        listener?.onRefusal = { [weak self] why in self?.onWarning?("\(a.name): \(why)") }
+        listener?.onRefusal = { [weak self] why in self?.onWarning?(a.name, "\(a.name): \(why)") }
         return OpenAdapter(adapter: a, connector: L2CAPConnector(loop: loop, adapter: a), monitor: monitor,
                            linkQuality: quality, listener: listener, control: control,
                            close: { closeMonitor(); quality?.close(); listener?.close() })
@@ -102,7 +103,7 @@ public final class KernelAdapters: AdapterSystem {
 
 /// One transport standing for a single adapter that is always there.
 public final class TransportAdapter: AdapterSystem {
-    public var onWarning: ((String) -> Void)?
+    public var onWarning: ((String, String) -> Void)?
     private let connector: LinkConnector
     private let monitor: AdvertisementMonitor?
     private let listener: AdvertisementListener?

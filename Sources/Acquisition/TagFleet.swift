@@ -30,10 +30,11 @@ public final class TagFleet {
     /// and forth, and a tag streaming elsewhere is not dropped the moment home reappears.
     public var returnAfter: Duration = .seconds(60)
     public weak var delegate: TagSupervisorDelegate?
-    /// Told about adapter availability, for logs and the status topic.
-    public var onAdapterChange: ((Bool, String) -> Void)?
-    /// Told what goes wrong with an adapter that is up, for the log.
-    public var onWarning: ((String) -> Void)? {
+    /// Told about adapter availability (the adapter's name as configured, up, why), for logs and
+    /// the status topic.
+    public var onAdapterChange: ((String, Bool, String) -> Void)?
+    /// Told what goes wrong with an adapter that is up (its name, the message), for the log.
+    public var onWarning: ((String, String) -> Void)? {
         didSet { system.onWarning = onWarning }
     }
     /// Told when a tag is placed on an adapter (its name) or on none (nil: it waits), and why
@@ -325,7 +326,7 @@ public final class TagFleet {
     private func report(_ line: Line, _ up: Bool, _ message: String) {
         if let last = line.lastReport, last.up == up, last.message == message { return }
         line.lastReport = (up, message)
-        onAdapterChange?(up, message)
+        onAdapterChange?(line.name, up, message)
     }
 
     private func deviceEvent(_ event: HCIEvent) {

@@ -40,26 +40,26 @@ extension Daemon {
     func controllerEvent(_ event: ControllerEvent) {
         switch event {
         case .wedged(let adapter, let wedge, let why):
-            Log.error("bluetooth: \(adapter) is wedged: \(wedge) (\(why)); its tags move to the other adapters while it is recovered")
+            Log.error("bluetooth: \(adapter) is wedged: \(wedge) (\(why)); its tags move to the other adapters while it is recovered", about: LogFields(adapter: adapter))
             publication.publishEvent("controller_wedged", tag: nil, detail: "\(adapter): \(wedge.rawValue): \(why)")
         case .step(let adapter, let step, let attempt, let outcome):
             switch outcome {
             case .done:
-                Log.warning("bluetooth: \(adapter): recovery step \(attempt): \(step) done")
+                Log.warning("bluetooth: \(adapter): recovery step \(attempt): \(step) done", about: LogFields(adapter: adapter))
                 publication.publishEvent("controller_recovery", tag: nil, detail: "\(adapter): \(step.rawValue) (attempt \(attempt))")
             case .unavailable(let why):
-                Log.warning("bluetooth: \(adapter): \(step) not possible here: \(why); skipped")
+                Log.warning("bluetooth: \(adapter): \(step) not possible here: \(why); skipped", about: LogFields(adapter: adapter))
                 publication.publishEvent("controller_recovery", tag: nil, detail: "\(adapter): \(step.rawValue) unavailable: \(why)")
             case .failed(let why):
-                Log.error("bluetooth: \(adapter): recovery step \(attempt): \(step) failed: \(why)")
+                Log.error("bluetooth: \(adapter): recovery step \(attempt): \(step) failed: \(why)", about: LogFields(adapter: adapter))
                 publication.publishEvent("controller_recovery", tag: nil, detail: "\(adapter): \(step.rawValue) failed (attempt \(attempt)): \(why)")
             }
         case .recovered(let adapter, let after):
-            Log.notice("bluetooth: \(adapter) works again, \(after.milliseconds / 1000) s after it was found wedged")
+            Log.notice("bluetooth: \(adapter) works again, \(after.milliseconds / 1000) s after it was found wedged", about: LogFields(adapter: adapter))
             publication.publishEvent("controller_recovered", tag: nil, detail: "\(adapter) after \(after.milliseconds / 1000) s")
         case .gaveUp(let adapter, let attempts):
             Log.error("bluetooth: \(adapter) still wedged after \(attempts) recovery steps: given up; left alone until it is "
-                      + "unplugged or taken down and up, or the configuration is reloaded")
+                      + "unplugged or taken down and up, or the configuration is reloaded", about: LogFields(adapter: adapter))
             publication.publishEvent("controller_gave_up", tag: nil, detail: "\(adapter) after \(attempts) steps")
         }
     }

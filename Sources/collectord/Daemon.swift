@@ -87,25 +87,27 @@ final class Daemon: TagSupervisorDelegate {
         publication.onEvent = { [weak self] event in self?.mqttEvent(event) }
         publication.onCommand = { [weak self] request in self?.command(request) }
         fleet.onTargetStates = { [weak self] name, states in self?.publication.publishTargetStates(tag: name, states) }
-        fleet.onAdapterChange = { [weak self] up, message in
-            if up { Log.notice("bluetooth: \(message)") } else { Log.warning("bluetooth: \(message)") }
+        fleet.onAdapterChange = { [weak self] adapter, up, message in
+            let about = LogFields(adapter: adapter)
+            if up { Log.notice("bluetooth: \(message)", about: about) } else { Log.warning("bluetooth: \(message)", about: about) }
             self?.publication.publishEvent(up ? "adapter_up" : "adapter_down", tag: nil, detail: message)
         }
-        fleet.onWarning = { Log.warning("bluetooth: \($0)") }
+        fleet.onWarning = { adapter, message in Log.warning("bluetooth: \(message)", about: LogFields(adapter: adapter)) }
         fleet.onPlacement = { [weak self] s, adapter, why in
             let detail = adapter.map { why.isEmpty ? "on \($0)" : "on \($0) (\(why))" } ?? "waiting for an adapter (\(why))"
             if adapter == nil {
-                Log.warning("\(s.tag.name): \(detail)")
+                Log.warning("\(s.tag.name): \(detail)", about: LogFields(s.tag))
             } else if why.isEmpty {
-                Log.info("\(s.tag.name): \(detail)")
+                Log.info("\(s.tag.name): \(detail)", about: LogFields(s.tag, adapter: adapter))
             } else {
-                Log.notice("\(s.tag.name): \(detail)")
+                Log.notice("\(s.tag.name): \(detail)", about: LogFields(s.tag, adapter: adapter))
             }
             self?.publication.publishEvent("adapter", tag: s.tag, detail: detail)
         }
         fleet.onAdvertiserPresence = { [weak self] name, heard in
             guard let self else { return }
-            if heard { Log.info("\(name): heard") } else { Log.notice("\(name): not heard for \(self.fleet.advertisers[name].map { "\($0.staleAfter.milliseconds / 1000) s" } ?? "a while"): offline") }
+            let about = LogFields(tag: name, address: fleet.advertisers[name]?.address)
+            if heard { Log.info("\(name): heard", about: about) } else { Log.notice("\(name): not heard for \(self.fleet.advertisers[name].map { "\($0.staleAfter.milliseconds / 1000) s" } ?? "a while"): offline", about: about) }
             publication.setOnline(name, heard)
         }
         fleet.onAdvertiserSensors = { [weak self] name, sensors in
@@ -113,7 +115,9 @@ final class Daemon: TagSupervisorDelegate {
             publication.identified(name, model: model, firmware: nil, sensors: sensors,
                                    occurrences: fleet.advertisers[name]?.occurrences ?? [:])
         }
-        fleet.onAdvertiserNotice = { name, message in Log.warning("\(name): \(message)") }
+        fleet.onAdvertiserNotice = { [weak self] name, message in
+            Log.warning("\(name): \(message)", about: LogFields(tag: name, address: self?.fleet.advertisers[name]?.address))
+        }
         fleet.replayCounter = { [replayCounters] address, settings in
             settings.key?.checkValue.flatMap { replayCounters.counter(address: address, checkValue: $0) }
         }
@@ -220,7 +224,9 @@ final class Daemon: TagSupervisorDelegate {
             new = c
         }
         // Whatever else changes, values set by commands give way to the configured ones.
-        for name in fleet.restoreConfigured() { Log.notice("reload: \(name): settings made by commands undone; setting it up again") }
+        for name in fleet.restoreConfigured() {
+            Log.notice("reload: \(name): settings made by commands undone; setting it up again", about: fleet.supervisors[name].map { LogFields($0.tag) } ?? LogFields(tag: name))
+        }
         let diff = DaemonConfiguration.diff(old: config, new: new)
         if diff.isEmpty {
             Log.notice("reload: \(path) unchanged")
@@ -231,21 +237,22 @@ final class Daemon: TagSupervisorDelegate {
         if diff.adapterChanged || diff.reconnectChanged {
             Log.warning("reload: adapter and reconnect settings take effect at the next restart")
         }
-        for name in diff.removed.map(\.name) {
-            Log.notice("reload: tag \(name) removed")
+        for removed in diff.removed {
+            let name = removed.name
+            Log.notice("reload: tag \(name) removed", about: LogFields(removed))
             fleet.remove(name)
             publication.remove(name)
         }
         for change in diff.changed {
             let (old, changed) = (change.old, change.new)
-            Log.notice("reload: tag \(old.name) changed; reconnecting it")
+            Log.notice("reload: tag \(old.name) changed; reconnecting it", about: LogFields(changed))
             fleet.remove(old.name)
             publication.remove(old.name)
             emulation?.place(changed)
             fleet.add(changed, sink: publication.add(changed))
         }
         for tag in diff.added {
-            Log.notice("reload: tag \(tag.name) added")
+            Log.notice("reload: tag \(tag.name) added", about: LogFields(tag))
             emulation?.place(tag)
             fleet.add(tag, sink: publication.add(tag))
         }
@@ -450,22 +457,23 @@ final class Daemon: TagSupervisorDelegate {
 
     func supervisor(_ s: TagSupervisor, event: ConnectionEvent) {
         let name = s.tag.name
+        let about = LogFields(s.tag, adapter: s.adapterName)
         switch event {
         case .ready(let model, let firmware):
-            Log.notice("\(name): streaming (\(model), firmware \(firmware ?? "unknown"))")
+            Log.notice("\(name): streaming (\(model), firmware \(firmware ?? "unknown"))", about: about)
             publication.identified(name, model: model, firmware: firmware, sensors: s.session?.streamingSensors,
                                    manufacturer: s.session?.manufacturer, modelName: s.session?.modelNumber)
             publication.setOnline(name, true)
         case .disconnected, .forcedDisconnect, .timeout:
             publication.setOnline(name, false)
-            if stopping { Log.notice("\(name): \(event)") } else { Log.warning("\(name): \(event)") }
+            if stopping { Log.notice("\(name): \(event)", about: about) } else { Log.warning("\(name): \(event)", about: about) }
         case .giveUp:
-            Log.warning("\(name): \(event)")
+            Log.warning("\(name): \(event)", about: about)
         case .connecting:
-            Log.debug("\(name): \(event)")
+            Log.debug("\(name): \(event)", about: about)
             return  // not worth an event message per attempt
         case .connected, .advertisementSeen:
-            Log.info("\(name): \(event)")
+            Log.info("\(name): \(event)", about: about)
         }
         var detail = event.description
         switch event {
@@ -478,6 +486,6 @@ final class Daemon: TagSupervisorDelegate {
     }
 
     func supervisor(_ s: TagSupervisor, log level: LogLevel, _ message: String) {
-        Log.write(level) { "\(s.tag.name): \(message)" }
+        Log.write(level, about: LogFields(s.tag, adapter: s.adapterName)) { "\(s.tag.name): \(message)" }
     }
 }

@@ -25,11 +25,11 @@ extension Daemon {
         switch request.scope {
         case .tag(let name, let targetName):
             guard let target = CommandTarget(name: targetName, profile: fleet.supervisors[name]?.tag.profile) else {
-                Log.info("command for \(name)/\(targetName): no such target")
+                Log.info("command for \(name)/\(targetName): no such target", about: logFields(name))
                 return publication.answer(request, failure: "unknown_target", reason: "no target is named \(targetName)")
             }
             fleet.command(tag: name, target, payload: request.payload) { [weak self] result in
-                self?.answer(request, "\(name): \(target)", result)
+                self?.answer(request, "\(name): \(target)", about: name, result)
             }
         case .daemon:
             daemonCommand(request)
@@ -50,7 +50,7 @@ extension Daemon {
             guard fleet.reconnect(tag: name) else {
                 return publication.answer(request, failure: "unknown_tag", reason: "no connected tag is named \(name)")
             }
-            Log.notice("\(name): reconnecting (command)")
+            Log.notice("\(name): reconnecting (command)", about: logFields(name))
             publication.answer(request, detail: "reconnecting \(name)")
         case ("read", 3):
             let (name, targetName) = (words[1], words[2])
@@ -58,7 +58,7 @@ extension Daemon {
                 return publication.answer(request, failure: "unknown_target", reason: "no target is named \(targetName)")
             }
             fleet.readState(tag: name, target) { [weak self] result in
-                self?.answer(request, "\(name): read \(target)", result)
+                self?.answer(request, "\(name): read \(target)", about: name, result)
             }
         default:
             publication.answer(request, failure: "invalid_command",
@@ -66,14 +66,21 @@ extension Daemon {
         }
     }
 
-    private func answer(_ request: CommandRequest, _ what: String, _ result: Result<[TargetState], CommandFailure>) {
+    private func answer(_ request: CommandRequest, _ what: String, about tag: String,
+                        _ result: Result<[TargetState], CommandFailure>) {
         switch result {
         case .success(let states):
-            Log.info("\(what): done (\(states.map(\.description).joined(separator: ", ")))")
+            Log.info("\(what): done (\(states.map(\.description).joined(separator: ", ")))", about: logFields(tag))
             publication.answer(request, states: states)
         case .failure(let why):
-            Log.info("\(what): \(why)")
+            Log.info("\(what): \(why)", about: logFields(tag))
             publication.answer(request, failure: why.code, reason: why.description)
         }
+    }
+
+    /// A command's tag as the journal fields name it: with its address when it is configured
+    /// (a command may name a tag that is not).
+    private func logFields(_ name: String) -> LogFields {
+        fleet.supervisors[name].map { LogFields($0.tag, adapter: $0.adapterName) } ?? LogFields(tag: name)
     }
 }

@@ -41,10 +41,10 @@ final class TagEmulation {
         }
         let emulator = SensorTagEmulator(model: model, loop: loop, seed: seed)
         // What a command wrote is seen where the device would show it: the emulator's log.
-        emulator.onWrite = { Log.info("\(tag.name): emulated device took write \($0)") }
+        emulator.onWrite = { Log.info("\(tag.name): emulated device took write \($0)", about: LogFields(tag)) }
         air.add(emulator, at: tag.address)
         seed += 1
-        Log.notice("\(tag.name): emulated \(model) at \(tag.address)")
+        Log.notice("\(tag.name): emulated \(model) at \(tag.address)", about: LogFields(tag))
     }
 
     /// Silences every emulated device that only advertises, or brings them back (SIGUSR1): a
@@ -71,11 +71,11 @@ final class TagEmulation {
         do {
             kernel.add(try EmulatedAdvertiser(format: format, address: tag.address, seed: seed, counter: wallClockCounter()))
         } catch {
-            Log.error("\(tag.name): cannot emulate it: \(error)")
+            Log.error("\(tag.name): cannot emulate it: \(error)", about: LogFields(tag))
             return
         }
         seed += 1
-        Log.notice("\(tag.name): emulated \(tag.model?.rawValue ?? "advertising") device at \(tag.address)")
+        Log.notice("\(tag.name): emulated \(tag.model?.rawValue ?? "advertising") device at \(tag.address)", about: LogFields(tag))
     }
 }
 

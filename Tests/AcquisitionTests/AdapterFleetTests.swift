@@ -36,7 +36,7 @@ final class FakeControllers: AdapterSystem {
     }
 
     let loop: EventLoop
-    var onWarning: ((String) -> Void)?
+    var onWarning: ((String, String) -> Void)?
     var controllers: [Controller] = []
     var emulators: [BluetoothAddress: SensorTagEmulator] = [:]
     /// Each link's connection handle, by the fleet's descriptor.
@@ -180,7 +180,7 @@ final class MultiAdapterRig: TagSupervisorDelegate {
         fleet.connectionLimits = limits
         fleet.delegate = self
         fleet.onPlacement = { [unowned self] s, adapter, why in self.placements.append((s.tag.name, adapter, why, self.loop.now)) }
-        fleet.onAdapterChange = { [unowned self] up, message in self.adapterReports.append((up, message)) }
+        fleet.onAdapterChange = { [unowned self] _, up, message in self.adapterReports.append((up, message)) }
     }
 
     func add(_ name: String, pinned: String? = nil) {

@@ -108,13 +108,14 @@ import TestHarness
         let loop = try EventLoop()
         let fleet = TagFleet(loop: loop, adapter: "hci99")
         fleet.adapterRetry = .milliseconds(20)
-        var reports: [(Bool, String)] = []
-        fleet.onAdapterChange = { reports.append(($0, $1)) }
+        var reports: [(String, Bool, String)] = []
+        fleet.onAdapterChange = { reports.append(($0, $1, $2)) }
         fleet.start()
         _ = loop.run(until: { fleet.adapterAttempts >= 6 }, limit: .seconds(2))
         fleet.stop()
         #expect(reports.count == 1, "\(reports)")
-        #expect(reports.first?.0 == false && reports.first?.1.hasPrefix("hci99: adapter unavailable") == true, "\(reports)")
+        #expect(reports.first?.0 == "hci99" && reports.first?.1 == false
+                && reports.first?.2.hasPrefix("hci99: adapter unavailable") == true, "\(reports)")
         // Where the kernel has Bluetooth, device events replace the polling; here it has none.
         let hci = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue), 1 /* BTPROTO_HCI */)
         if hci >= 0 { close(hci) } else { #expect(fleet.adapterAttempts >= 6) }

@@ -4,6 +4,7 @@
 
 import Glibc
 import Synchronization
+import LinuxSystem
 
 /// The collectord executable of this build: the test runner lives in the same build directory.
 public var collectordBinary: String {
@@ -41,7 +42,10 @@ public final class DaemonProcess: @unchecked Sendable {
     /// `tagSockets`: the tags are `collectord emulate --socket-dir` processes' (else in-process).
     /// `uid`: run as that user and group (through setpriv; the test must be root).
     /// `environment`: variables set for it on top of the test runner's.
-    public func start(environment: [String: String] = [:], tagSockets: String? = nil, uid: UInt32? = nil) throws {
+    /// `journalStream`: $JOURNAL_STREAM names its stderr, as systemd's does for a service whose
+    /// stderr is the journal's stream. `launcher`: a command line it is run through.
+    public func start(environment: [String: String] = [:], tagSockets: String? = nil, uid: UInt32? = nil,
+                      journalStream: Bool = false, launcher: [String] = []) throws {
         precondition(process == nil, "the daemon runs already")
         var path = collectordBinary
         var arguments = ["run", "--config", configPath] + (tagSockets.map { ["--tag-sockets", $0] } ?? ["--emulated-tags"])
@@ -49,7 +53,17 @@ public final class DaemonProcess: @unchecked Sendable {
             arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", path] + arguments
             path = try findTool("setpriv", package: "util-linux")
         }
+        if let first = launcher.first {
+            arguments = launcher.dropFirst() + [path] + arguments
+            path = first
+        }
         let channel = try OutputChannel()
+        var environment = environment
+        if journalStream {
+            var st = stat()
+            guard fstat(channel.childEnd, &st) == 0 else { throw SystemError("fstat") }
+            environment["JOURNAL_STREAM"] = "\(st.st_dev):\(st.st_ino)"
+        }
         process = try ChildProcess(path, arguments, stderr: channel.childEnd, environment: environment)
         channel.closeChildEnd()
         self.channel = channel

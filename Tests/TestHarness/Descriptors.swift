@@ -54,3 +54,36 @@ public func nonBlocking(_ fd: Int32) -> Int32 {
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     return fd
 }
+
+/// A SOCK_DGRAM socket bound at `path`, as a daemon's peer binds one (journald, systemd's notify
+/// socket): the datagrams sent to that path, one at a time.
+public final class BoundDatagramSocket {
+    public let fd: Int32
+
+    public init(path: String) throws(SystemError) {
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SystemError("socket") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        precondition(bytes.count < MemoryLayout.size(ofValue: address.sun_path), "\(path): too long for a socket")
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0 else {
+            let error = SystemError("bind", path: path)
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// The next datagram waiting, whole (up to 1 MiB), or nil when none is.
+    public func receive() -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        return n >= 0 ? Array(buffer[0..<n]) : nil
+    }
+}
