@@ -8,6 +8,8 @@ import PackageDescription
 //   SharedTypes   the values several layers share: addresses, tag and sensor configuration,
 //                 backoff, log level and throttle, broker, topic and payload names, ReadingSink
 //   Reactor       the one epoll event loop that owns every descriptor and timer
+//   Serving       small request/response servers on the loop (TCP or a Unix socket): bounded
+//                 requests, one deadline per connection, a connection limit; metrics and status
 //   Acquisition   Bluetooth: HCI, L2CAP/ATT bearer, GATT client, device sessions, supervision;
 //                 knows nothing of MQTT
 //   Configuration /etc/collectord.conf: parsing and validation with file:line errors
@@ -40,6 +42,7 @@ let package = Package(
         .library(name: "Payloads", targets: ["Payloads"]),
         .library(name: "Relay", targets: ["Relay"]),
         .library(name: "Ciphers", targets: ["Ciphers"]),
+        .library(name: "Serving", targets: ["Serving"]),
         // For the tests and the benchmark rig (Benchmarks/), not for the daemon.
         .library(name: "TestHarness", targets: ["TestHarness"]),
     ],
@@ -58,6 +61,10 @@ let package = Package(
         .target(
             name: "Reactor",
             dependencies: ["LinuxSystem", "CLinux"]
+        ),
+        .target(
+            name: "Serving",
+            dependencies: ["LinuxSystem", "Reactor"]
         ),
         .target(
             name: "Acquisition",
@@ -122,6 +129,7 @@ let package = Package(
                 "MQTTClient",
                 "Payloads",
                 "Relay",
+                "Serving",
                 "CMosquitto",
             ]
         ),
@@ -138,6 +146,10 @@ let package = Package(
         .testTarget(
             name: "ReactorTests",
             dependencies: ["Reactor", "LinuxSystem", "TestHarness"]
+        ),
+        .testTarget(
+            name: "ServingTests",
+            dependencies: ["Serving", "Reactor", "LinuxSystem", "TestHarness"]
         ),
         .testTarget(
             name: "AcquisitionTests",

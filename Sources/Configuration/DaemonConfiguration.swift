@@ -30,6 +30,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var spool = Spool()
     public var homeAssistant = HomeAssistant()
     public var commands = Commands()
+    /// `[metrics]`: where the Prometheus endpoint listens; nil (the default) is off.
+    public var metrics: Metrics?
     /// In the order of the file.
     public var tags: [TagConfiguration] = []
     /// The device profiles the file and its drop-ins declare ([[profile]]), by name; tags carry

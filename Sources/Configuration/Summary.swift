@@ -47,6 +47,7 @@ extension DaemonConfiguration {
         lines.append("recovery of wedged controllers: " + (recovery.enabled
             ? "on (at most one step per adapter every \(recovery.intervalSeconds) s, given up after \(recovery.maxAttempts))" : "off"))
         lines.append("spool: \(shown(spool.path)) (at most \(spool.maxMegabytes) MB)")
+        lines.append("metrics: " + (metrics.map { "http://\($0.description)/metrics" + ($0.isLoopback ? "" : " (reachable from other machines)") } ?? "off"))
         lines.append("home assistant discovery: "
                      + (homeAssistant.discovery ? "on (prefix \(shown(homeAssistant.prefix)), one config per \(homeAssistant.form.rawValue))" : "off"))
         if !profiles.isEmpty {
@@ -147,12 +148,13 @@ public struct ConfigurationDiff: Sendable, Equatable {
     public var statsIntervalChanged = false
     public var commandsChanged = false
     public var recoveryChanged = false
+    public var metricsChanged = false
 
     /// Nothing to do.
     public var isEmpty: Bool {
         added.isEmpty && removed.isEmpty && changed.isEmpty && !mqttChanged && !adapterChanged && !reconnectChanged
             && !spoolChanged && !homeAssistantChanged && !logLevelChanged && !statsIntervalChanged && !commandsChanged
-            && !recoveryChanged
+            && !recoveryChanged && !metricsChanged
     }
 }
 
@@ -180,6 +182,7 @@ extension DaemonConfiguration {
         d.statsIntervalChanged = old.statsIntervalSeconds != new.statsIntervalSeconds
         d.commandsChanged = old.commands != new.commands
         d.recoveryChanged = old.recovery != new.recovery
+        d.metricsChanged = old.metrics != new.metrics
         return d
     }
 }

@@ -19,6 +19,10 @@ extension DaemonConfiguration {
                            + "(no TLS); enable [mqtt.tls] or use a broker on this machine")
             }
         }
+        if let metrics, !metrics.isLoopback {
+            out.append("metrics: \(metrics.description) serves the daemon's figures (tag names, adapters, broker state) to anyone "
+                       + "who can reach it, without authentication; listen on 127.0.0.1 and let a local agent scrape it")
+        }
         let waiting = adapterPlan.homeless.map { connectedTags[$0].name }
         if !waiting.isEmpty {
             let limits = connectionLimits

@@ -39,6 +39,7 @@ final class Daemon: TagSupervisorDelegate {
     /// only updates them, so there is never more than one publication or one spool lock.
     private var replacement: DaemonConfiguration?
     private(set) var exitStatus: Int32 = 0
+    private lazy var metrics = MetricsEndpoint(loop: loop) { [weak self] in self?.statistics() ?? Statistics() }
 
     /// In-process emulated tags, one per configured tag, when run with `--emulated-tags`.
     private var emulation: TagEmulation?
@@ -150,6 +151,7 @@ final class Daemon: TagSupervisorDelegate {
         fleet.start()
         scheduleStats()
         scheduleReplayCounters()
+        metrics.apply(config.metrics)
         // Once start-up is behind it (tags found and streaming in well under a second), the
         // daemon gives back the code it will not run again (about 3 MB of its resident memory).
         loop.schedule(after: .seconds(5)) {
@@ -195,6 +197,7 @@ final class Daemon: TagSupervisorDelegate {
         notifier.notify("STOPPING=1")
         fleet.stop()
         wallClock.stop()
+        metrics.close()
         // No reading comes after the links are down: the exact next numbers, for the next start.
         sequences.saveClean()
         keepReplayCounters()
@@ -278,6 +281,7 @@ final class Daemon: TagSupervisorDelegate {
         // A reload also gives a controller given up its chances again.
         fleet.recovery = RecoverySettings(new)
         config = new
+        metrics.apply(new.metrics)
         scheduleStats()
         Log.notice("reload: \(path) applied (\(diff.added.count) added, \(diff.removed.count) removed, \(diff.changed.count) changed)")
     }

@@ -469,7 +469,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
         let example = try #require(text.firstRange(of: "\n#[[tag]]"))
         let options = text[..<example.lowerBound]
         // Options whose documented value is an example, not the default.
-        let examples = ["client_id", "username", "password_file", "ca_file", "cert_file", "key_file", "adapters"]
+        let examples = ["client_id", "username", "password_file", "ca_file", "cert_file", "key_file", "adapters", "listen"]
         var uncommented = 0
         let lines = options.split(separator: "\n", omittingEmptySubsequences: false).map { line -> Substring in
             guard line.hasPrefix("#"), let first = line.dropFirst().first, first.isLetter,
@@ -486,9 +486,9 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
     @Test func everyOptionIsDocumentedInOrder() {
         let text = readText(shippedPath)
         var cursor = text.startIndex
-        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "commands", "recovery", "profile", "advertisement", "tag"].contains($0) }
+        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "commands", "recovery", "metrics", "profile", "advertisement", "tag"].contains($0) }
             + Schema.mqtt.filter { $0 != "tls" } + Schema.tls + Schema.reconnect + Schema.spool + Schema.homeAssistant + Schema.commands
-            + Schema.recovery + Schema.tag.filter { $0 != "sensors" }
+            + Schema.recovery + Schema.metrics + Schema.tag.filter { $0 != "sensors" }
         for key in all {
             guard let r = text[cursor...].firstRange(of: "\n#\(key) = ") else {
                 Issue.record("\(key) is not documented (in order) in etc/collectord.conf")
@@ -541,6 +541,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
             reconnect: 1000 ms doubling to 60000 ms, waiting for an advertisement after 10 failed attempts
             recovery of wedged controllers: on (at most one step per adapter every 60 s, given up after 3)
             spool: /var/lib/collectord/spool (at most 64 MB)
+            metrics: off
             home assistant discovery: on (prefix homeassistant, one config per device)
             no tags configured
 
