@@ -27,6 +27,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var reconnect = Backoff(base: .milliseconds(1000), cap: .milliseconds(60000), maxAttempts: 10)
     /// `[recovery]`: wedged controllers.
     public var recovery = Recovery()
+    /// `[status]`: the socket `collectord status` asks.
+    public var status = Status()
     public var spool = Spool()
     public var homeAssistant = HomeAssistant()
     public var commands = Commands()

@@ -67,7 +67,7 @@ extension DaemonConfiguration {
 
 enum Schema {
     static let top = ["adapter", "adapters", "max_connections", "log_level", "stats_interval_s", "flood_limit", "mqtt", "reconnect",
-                      "spool", "homeassistant", "commands", "recovery", "metrics", "profile", "advertisement", "tag"]
+                      "spool", "homeassistant", "commands", "recovery", "metrics", "status", "profile", "advertisement", "tag"]
     static let adapterEntry = ["adapter", "max_connections"]
     static let mqtt = ["brokers", "client_id", "keepalive_s", "qos", "retain", "clean_session", "username",
                        "password_file", "topic_prefix", "topic_layout", "payload", "round_to_resolution", "max_inflight", "tls"]
@@ -318,6 +318,7 @@ struct Validator {
         if let t = table(root, "commands", top) { c.commands = commands(t) }
         if let t = table(root, "recovery", top) { c.recovery = recovery(t) }
         if let t = table(root, "metrics", top) { c.metrics = metrics(t) }
+        if let t = table(root, "status", top) { c.status = status(t) }
         var declared = DeclaredProfiles()
         profiles(root, into: &declared)
         advertisements(root, into: &declared)

@@ -101,6 +101,8 @@ public final class Spool {
     /// The size at which a new segment is started; also the largest record accepted.
     public let segmentBytes: Int
     public var durability: Durability
+    /// The wall clock the append times (`oldestAppended`) are read from; tests set their own.
+    public var clock: () -> WallTime = { WallTime.now() }
 
     /// Messages dropped because of the size bound, over the lifetime of the spool directory
     /// (persisted in the cursor; restarts from 0 only if the cursor file is lost or corrupt).
@@ -127,6 +129,12 @@ public final class Spool {
     public var unsent: Int { pending - flights.count }
     /// Bytes on disk from the oldest unacknowledged message on (record overhead included).
     public var bytes: Int { diskBytes - ackOffset }
+    /// When the oldest message waiting was appended, at the latest (within a second while the
+    /// backlog is young, coarser as it grows: `AppendMarks`); for messages from before this
+    /// opening, when their segment was last written. Nil while nothing waits. Costs no I/O.
+    public func oldestAppended() -> WallTime? {
+        pending > 0 ? appendMarks.oldest(head: headSequence) : nil
+    }
 
     // MARK: State
     //
@@ -170,6 +178,8 @@ public final class Spool {
     var readLastSequence: UInt64 = 0
 
     var flights = FlightRing()
+    /// When the pending messages were appended, coarsely (`oldestAppended`).
+    var appendMarks = AppendMarks()
 
     var writeBuffer: UnsafeMutableRawBufferPointer
     var readBuffer: UnsafeMutableRawBufferPointer
@@ -229,6 +239,9 @@ public final class Spool {
         }
         guard locked else { throw SpoolError(.locked, path: directory) }
         try recover()
+        if pending > 0, let st = try? dirFD.status(of: SpoolNames.segmentName(segments[0].name)) {
+            appendMarks.recovered(head: headSequence, at: WallTime(st.st_mtim))
+        }
         // With full segments the bound keeps at most maxBytes / segmentBytes + 1 of them: room for
         // that many now (up to 1,024), so that the rotations of a growing spool do not grow the
         // list on the append path.
@@ -356,6 +369,8 @@ public final class Spool {
         segments[last].records += 1
         segments[last].lastSequence = sequence
         diskBytes += length
+        if pending == 0 { appendMarks.clear() }
+        appendMarks.appended(sequence, at: clock(), head: headSequence)
         pending += 1
         nextSequence = sequence + 1
         if durability == .everyAppend {

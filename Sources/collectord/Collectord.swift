@@ -10,7 +10,7 @@ enum Collectord {
             name: "collectord",
             abstract: "Streams TI SensorTag readings from Bluetooth LE to MQTT.",
             version: CollectordVersion.string,
-            commands: [Run.self, CheckConfig.self, Decode.self, Scan.self, Emulate.self, Version.self],
+            commands: [Run.self, CheckConfig.self, StatusCommand.self, Decode.self, Scan.self, Emulate.self, Version.self],
             defaultCommand: Run.self
         )
     }

@@ -11,6 +11,7 @@ import Configuration
 import MQTTClient
 import Payloads
 import Relay
+import Serving
 
 /// The daemon: one event loop, the Bluetooth fleet on one side, the MQTT publication on the
 /// other, and the process lifecycle around them (systemd notifications, SIGHUP reload, SIGTERM
@@ -40,9 +41,18 @@ final class Daemon: TagSupervisorDelegate {
     private var replacement: DaemonConfiguration?
     private(set) var exitStatus: Int32 = 0
     private lazy var metrics = MetricsEndpoint(loop: loop) { [weak self] in self?.statistics() ?? Statistics() }
+    /// What `collectord status` and systemd's STATUS= line need between questions
+    /// (DaemonStatus.swift), and the status socket (StatusService.swift).
+    let statusBoard = StatusBoard()
+    var statusServer: RequestServer?
 
     /// In-process emulated tags, one per configured tag, when run with `--emulated-tags`.
     private var emulation: TagEmulation?
+    /// With `--emulated-tags`: configured tags given no emulated device (`run --emulate-absent`).
+    var absentTags: Set<String> {
+        get { emulation?.absent ?? [] }
+        set { emulation?.absent = newValue }
+    }
     /// Whether the tags are on air, where the process's Bluetooth privileges matter.
     private let onAir: Bool
 
@@ -163,6 +173,7 @@ final class Daemon: TagSupervisorDelegate {
         if onAir { for w in BluetoothPrivileges.current().warnings { Log.warning(w) } }
         notifier.notify("READY=1\nSTATUS=\(config.tags.count) tags configured")
         notifier.startWatchdog(on: loop)
+        startStatus()
         Log.notice("collectord \(CollectordVersion.string) running: \(config.tags.count) tags, adapters \(config.adapters.joined(separator: ", ")), brokers \(config.mqtt.brokers.map(\.description).joined(separator: ", "))")
         loop.run()
         return exitStatus
@@ -198,6 +209,7 @@ final class Daemon: TagSupervisorDelegate {
         fleet.stop()
         wallClock.stop()
         metrics.close()
+        stopStatusService()
         // No reading comes after the links are down: the exact next numbers, for the next start.
         sequences.saveClean()
         keepReplayCounters()
@@ -331,6 +343,7 @@ final class Daemon: TagSupervisorDelegate {
         p.withdraw(owed)
         p.onEvent = { [weak self] event in self?.mqttEvent(event) }
         p.onCommand = { [weak self] request in self?.command(request) }
+        watchSpoolMedium(p)
         for tag in c.tags {
             fleet.route(tag.name, to: p.add(tag))
             if let s = fleet.supervisors[tag.name], s.state == .streaming {
@@ -372,7 +385,7 @@ final class Daemon: TagSupervisorDelegate {
         Log.info("stats: \(streaming)/\(fleet.supervisors.count) tags streaming, \(publication.readingsPublished) readings, "
                  + (outbox.spool.map { "spool \($0.count) pending, \($0.dropped) dropped" }
                     ?? "spool failing, \(outbox.held.count) held in memory, \(outbox.held.dropped) dropped"))
-        notifier.notify("STATUS=\(streaming)/\(fleet.supervisors.count) tags streaming")
+        statusMayHaveChanged()
     }
 
     /// Everything the daemon can say about itself now, as one plain value: for the stats message,
@@ -452,6 +465,7 @@ final class Daemon: TagSupervisorDelegate {
     // MARK: Events
 
     private func mqttEvent(_ event: MQTTConnectionEvent) {
+        defer { statusMayHaveChanged() }
         switch event {
         case .connected, .connectionLost, .disconnected: Log.notice("mqtt: \(event)")
         case .connectFailed, .retrying: Log.warning("mqtt: \(event)")
@@ -462,6 +476,8 @@ final class Daemon: TagSupervisorDelegate {
     func supervisor(_ s: TagSupervisor, event: ConnectionEvent) {
         let name = s.tag.name
         let about = LogFields(s.tag, adapter: s.adapterName)
+        statusBoard.tagEvent(s, event, now: loop.now)
+        defer { statusMayHaveChanged() }
         switch event {
         case .ready(let model, let firmware):
             Log.notice("\(name): streaming (\(model), firmware \(firmware ?? "unknown"))", about: about)

@@ -26,8 +26,16 @@ final class TagEmulation {
         listener = AdvertisementListener(socket: socket, index: kernel.index)
     }
 
+    /// Tags given no device: never found, as a tag out of range or with a flat battery
+    /// (`run --emulate-absent`, for the demo and the status tests).
+    var absent: Set<String> = []
+
     func place(_ tag: TagConfiguration) {
         guard air.tag(at: tag.address) == nil, kernel.advertiser(at: tag.address) == nil else { return }
+        if absent.contains(tag.name) {
+            Log.notice("\(tag.name): no emulated device (--emulate-absent)")
+            return
+        }
         if let advertising = tag.advertising {
             return placeAdvertiser(tag, advertising)
         }

@@ -136,3 +136,33 @@ public func run(_ tool: String, _ arguments: [String]) throws -> String {
     }
     return output
 }
+
+/// What a finished command said and how it ended.
+public struct CommandOutcome: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+    /// From the start to the exit.
+    public var seconds: Double
+}
+
+/// Runs `tool` to completion, its stdout and stderr apart, whatever its exit status. `uid`: as
+/// that user and group, with no supplementary groups (through setpriv; the test must be root).
+public func runCapturing(_ tool: String, _ arguments: [String], uid: UInt32? = nil,
+                         environment: [String: String] = [:]) throws -> CommandOutcome {
+    var (path, args) = (tool, arguments)
+    if let uid {
+        args = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", tool] + arguments
+        path = try findTool("setpriv", package: "util-linux")
+    }
+    let out = try OutputChannel(), err = try OutputChannel()
+    let start = monotonicSeconds()
+    let child = try ChildProcess(path, args, stdout: out.childEnd, stderr: err.childEnd, environment: environment)
+    out.closeChildEnd()
+    err.closeChildEnd()
+    // Both are small (a status screen, a message): reading one then the other cannot block the child.
+    let stdout = String(decoding: out.readToEnd(), as: UTF8.self)
+    let stderr = String(decoding: err.readToEnd(), as: UTF8.self)
+    let status = child.wait()
+    return CommandOutcome(status: status, stdout: stdout, stderr: stderr, seconds: monotonicSeconds() - start)
+}

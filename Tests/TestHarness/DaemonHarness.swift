@@ -41,14 +41,14 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// `tagSockets`: the tags are `collectord emulate --socket-dir` processes' (else in-process).
     /// `uid`: run as that user and group (through setpriv; the test must be root).
-    /// `environment`: variables set for it on top of the test runner's.
-    /// `journalStream`: $JOURNAL_STREAM names its stderr, as systemd's does for a service whose
-    /// stderr is the journal's stream. `launcher`: a command line it is run through.
+    /// `environment`: variables set for it on top of the test runner's. `arguments`: more of
+    /// `run`'s options. `journalStream`: $JOURNAL_STREAM names its stderr, as systemd's does for a
+    /// service whose stderr is the journal's stream. `launcher`: a command line it is run through.
     public func start(environment: [String: String] = [:], tagSockets: String? = nil, uid: UInt32? = nil,
-                      journalStream: Bool = false, launcher: [String] = []) throws {
+                      arguments more: [String] = [], journalStream: Bool = false, launcher: [String] = []) throws {
         precondition(process == nil, "the daemon runs already")
         var path = collectordBinary
-        var arguments = ["run", "--config", configPath] + (tagSockets.map { ["--tag-sockets", $0] } ?? ["--emulated-tags"])
+        var arguments = ["run", "--config", configPath] + (tagSockets.map { ["--tag-sockets", $0] } ?? ["--emulated-tags"]) + more
         if let uid {
             arguments = ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", path] + arguments
             path = try findTool("setpriv", package: "util-linux")
