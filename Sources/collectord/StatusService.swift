@@ -33,8 +33,8 @@ extension Daemon {
     /// not pass on, then the status socket.
     func startStatus() {
         let adapterChange = fleet.onAdapterChange
-        fleet.onAdapterChange = { [weak self] up, message in
-            adapterChange?(up, message)
+        fleet.onAdapterChange = { [weak self] adapter, up, message in
+            adapterChange?(adapter, up, message)
             self?.statusMayHaveChanged()
         }
         let presence = fleet.onAdvertiserPresence
