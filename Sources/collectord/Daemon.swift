@@ -171,7 +171,8 @@ final class Daemon: TagSupervisorDelegate {
         }
         for w in config.warnings { Log.warning(w) }
         if onAir { for w in BluetoothPrivileges.current().warnings { Log.warning(w) } }
-        notifier.notify("READY=1\nSTATUS=\(config.tags.count) tags configured")
+        statusBoard.ready = true
+        notifier.notify("READY=1\nSTATUS=\(statusBoard.changed(statusSummary()) ?? "")")
         notifier.startWatchdog(on: loop)
         startStatus()
         Log.notice("collectord \(CollectordVersion.string) running: \(config.tags.count) tags, adapters \(config.adapters.joined(separator: ", ")), brokers \(config.mqtt.brokers.map(\.description).joined(separator: ", "))")

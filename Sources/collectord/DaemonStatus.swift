@@ -16,6 +16,9 @@ final class StatusBoard {
     }
 
     private(set) var linkStarts: [String: LinkStart] = [:]
+    /// Set once READY=1 is sent: systemd takes STATUS= from a service that is not ready yet too,
+    /// but the first message it gets must say READY=1.
+    var ready = false
     private(set) var lastSummary: String?
 
     /// A tag event: a link set up starts its count; any other leaves it.
@@ -114,6 +117,7 @@ extension Daemon {
     /// Something the summary says may have changed (a tag's state, the broker connection, the
     /// spool's medium, the statistics interval): sends it to systemd if it did.
     func statusMayHaveChanged() {
+        guard statusBoard.ready else { return }
         if let summary = statusBoard.changed(statusSummary()) { notifier.notify("STATUS=\(summary)") }
     }
 }

@@ -275,8 +275,9 @@ private struct Probe: Command {
                 #expect(line.count <= 80, "\(command.info.name) --help: \(line)")
             }
         }
-        // run --tag-sockets, emulate's seven for --socket-dir mode and its three device faults
-        #expect(hiddenSeen == 11)
+        // run --tag-sockets and --emulate-absent, emulate's seven for --socket-dir mode and its
+        // three device faults
+        #expect(hiddenSeen == 12)
         for line in program.help().split(separator: "\n") { #expect(line.count <= 80) }
     }
 

@@ -477,7 +477,7 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
             uncommented += 1
             return line.dropFirst()
         }
-        #expect(uncommented == 31)
+        #expect(uncommented == 32)
         let c = try #require(valid(lines.joined(separator: "\n"), path: shippedPath))
         #expect(c == DaemonConfiguration())
     }
@@ -486,9 +486,9 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
     @Test func everyOptionIsDocumentedInOrder() {
         let text = readText(shippedPath)
         var cursor = text.startIndex
-        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "commands", "recovery", "metrics", "profile", "advertisement", "tag"].contains($0) }
+        let all = Schema.top.filter { !["mqtt", "reconnect", "spool", "homeassistant", "commands", "recovery", "metrics", "status", "profile", "advertisement", "tag"].contains($0) }
             + Schema.mqtt.filter { $0 != "tls" } + Schema.tls + Schema.reconnect + Schema.spool + Schema.homeAssistant + Schema.commands
-            + Schema.recovery + Schema.metrics + Schema.tag.filter { $0 != "sensors" }
+            + Schema.recovery + Schema.metrics + Schema.status + Schema.tag.filter { $0 != "sensors" }
         for key in all {
             guard let r = text[cursor...].firstRange(of: "\n#\(key) = ") else {
                 Issue.record("\(key) is not documented (in order) in etc/collectord.conf")

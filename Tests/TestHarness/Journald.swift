@@ -26,6 +26,13 @@ public final class Journald {
         }
         journalctl = try findTool("journalctl", package: "systemd")
         unshare = try findTool("unshare", package: "util-linux")
+        // A machine booted with systemd queues 512 datagrams per socket (its sysctl.d's
+        // net.unix.max_dgram_qlen); the kernel's own 10 is overrun by the daemon's start-up
+        // lines whenever this journald is slow to be scheduled, and those lines go to stderr.
+        if let text = readFile("/proc/sys/net/unix/max_dgram_qlen"),
+           let queue = Int(String(decoding: text, as: UTF8.self).filter(\.isNumber)), queue < 512 {
+            _ = try? run(try findTool("sysctl", package: "procps"), ["-q", "-w", "net.unix.max_dgram_qlen=512"])
+        }
         namespace = "collectordtest\(getpid())n\(Self.started.add(1, ordering: .relaxed).newValue)"
         socketDirectory = "/run/systemd/journal.\(namespace)"
         process = try ChildProcess(binary, [namespace])
