@@ -710,26 +710,8 @@ import TestHarness
         let broker = try Broker()
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
         let socketPath = daemon.directory.sub("notify")
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        defer { close(fd) }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { dst in for (i, b) in socketPath.utf8.enumerated() { dst[i] = b } }
-        let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        } }
-        #expect(bound == 0)
-        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        func drain() -> [String] {
-            var messages: [String] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                guard n > 0 else { return messages }
-                messages.append(String(decoding: buffer[0..<n], as: UTF8.self))
-            }
-        }
+        let notify = try BoundDatagramSocket(path: socketPath)
+        func drain() -> [String] { notify.drainText() }
         try daemon.start(environment: ["NOTIFY_SOCKET": socketPath, "WATCHDOG_USEC": "400000"])
         var started: [String] = []
         #expect(waitUntil(seconds: 20) { started += drain(); return started.filter { $0 == "WATCHDOG=1" }.count >= 3 },

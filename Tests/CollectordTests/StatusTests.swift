@@ -185,11 +185,12 @@ import TestHarness
     @Test func tellsSystemdAOneLineSummaryWhenItChanges() throws {
         let broker = try Broker()
         let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
-        let notify = try NotifyReceiver(path: daemon.directory.sub("notify"))
-        try daemon.start(environment: ["NOTIFY_SOCKET": notify.path], arguments: ["--emulate-absent", "garage"])
+        let notifyPath = daemon.directory.sub("notify")
+        let notify = try BoundDatagramSocket(path: notifyPath)
+        try daemon.start(environment: ["NOTIFY_SOCKET": notifyPath], arguments: ["--emulate-absent", "garage"])
         defer { daemon.stop() }
         var statuses: [String] = []
-        func collect() { statuses += notify.drain().filter { $0.hasPrefix("STATUS=") } }
+        func collect() { statuses += notify.drainText().filter { $0.hasPrefix("STATUS=") } }
         #expect(waitUntil(seconds: 30) { collect(); return statuses.last == "STATUS=1/2 tags streaming, broker connected, spool empty" },
                 "\(statuses)")
         // Seconds of readings from five sensors: not one more line.
@@ -215,44 +216,6 @@ private func section(_ screen: String, _ heading: String) -> String? {
 /// An AF_UNIX stream socket bound at `path`, not yet listening.
 private func unixSocket(bound path: String) throws -> Int32 {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &addr.sun_path) { dst in for (i, b) in path.utf8.enumerated() { dst[i] = b } }
-    let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-    } }
-    #expect(bound == 0)
-    return fd
-}
-
-/// systemd's end of sd_notify: a datagram socket bound at `path`.
-final class NotifyReceiver {
-    let path: String
-    private let fd: Int32
-
-    init(path: String) throws {
-        self.path = path
-        fd = try unixDatagramSocket(bound: path)
-        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    deinit { close(fd) }
-
-    /// Every message waiting, oldest first.
-    func drain() -> [String] {
-        var messages: [String] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard n > 0 else { return messages }
-            messages.append(String(decoding: buffer[0..<n], as: UTF8.self))
-        }
-    }
-}
-
-private func unixDatagramSocket(bound path: String) throws -> Int32 {
-    let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
     var addr = sockaddr_un()
     addr.sun_family = sa_family_t(AF_UNIX)
     withUnsafeMutableBytes(of: &addr.sun_path) { dst in for (i, b) in path.utf8.enumerated() { dst[i] = b } }

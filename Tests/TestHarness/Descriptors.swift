@@ -86,4 +86,11 @@ public final class BoundDatagramSocket {
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
         return n >= 0 ? Array(buffer[0..<n]) : nil
     }
+
+    /// Every datagram waiting, as text, oldest first (sd_notify's messages).
+    public func drainText() -> [String] {
+        var messages: [String] = []
+        while let datagram = receive() { messages.append(String(decoding: datagram, as: UTF8.self)) }
+        return messages
+    }
 }
