@@ -44,7 +44,7 @@ enum StatusClient {
             switch e {
             case ENOENT, ENOTDIR: throw .notRunning("\(path) does not exist: is collectord running?")
             case ECONNREFUSED: throw .notRunning("nobody listens on \(path): collectord is not running")
-            case EACCES, EPERM: throw .notAllowed("\(path): permission denied (root, the collectord user and members of the \(StatusProtocol.group) group may ask)")
+            case EACCES, EPERM: throw .notAllowed("\(path): permission denied")
             // A listening socket whose queue is full: its owner does not accept.
             case EAGAIN: throw .noAnswer("\(path): the daemon accepts no connections (its queue is full)")
             case EINPROGRESS: break

@@ -115,16 +115,11 @@ import TestHarness
         var st = stat()
         #expect(stat(socket, &st) == 0)
         #expect(st.st_mode & S_IFMT == S_IFSOCK)
-        #expect(st.st_mode & 0o777 == 0o660, "mode \(String(st.st_mode & 0o777, radix: 8))")
-        // The test runs as root; nobody may not even connect.
+        // Anyone may connect (no chown under the unit's sandbox); the daemon judges the peer.
+        #expect(st.st_mode & 0o777 == 0o666, "mode \(String(st.st_mode & 0o777, radix: 8))")
+        // The test runs as root; nobody is refused by the daemon.
         let nobody: UInt32 = 65534
         chmod(daemon.directory.path, 0o755)
-        let denied = try Self.status(["--socket", socket], uid: nobody)
-        #expect(denied.status == 2, "\(denied.status) \(denied.stderr)")
-        #expect(denied.stderr.contains("permission denied"), "\(denied.stderr)")
-        #expect(denied.stdout.isEmpty)
-        // Were the file open to all, the daemon itself still refuses a stranger.
-        chmod(socket, 0o666)
         let refused = try Self.status(["--socket", socket], uid: nobody)
         #expect(refused.status == 2, "\(refused.status) \(refused.stderr)")
         #expect(refused.stderr.contains("the daemon refused: uid 65534 may not read the status"), "\(refused.stderr)")
