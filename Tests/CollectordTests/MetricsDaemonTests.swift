@@ -65,6 +65,28 @@ import TestHarness
         sub.stop()
     }
 
+    /// A reload that changes `[metrics]` moves the endpoint; one that removes it stops it.
+    @Test func aReloadMovesTheEndpointAndRemovingItStopsIt() throws {
+        let broker = try Broker()
+        let first = freePort()
+        var second = freePort()
+        while second == first { second = freePort() }
+        let daemon = try DaemonProcess(config: Self.metricsConfig(broker: broker.port, metrics: first))
+        try daemon.start()
+        defer { daemon.stop() }
+        #expect(Self.scrape(first) { $0.contains("collectord_uptime_seconds ") } != nil, "\(daemon.log.suffix(600))")
+
+        try daemon.write(config: Self.metricsConfig(broker: broker.port, metrics: second))
+        daemon.signal(SIGHUP)
+        #expect(Self.scrape(second) { $0.contains("collectord_uptime_seconds ") } != nil, "\(daemon.log.suffix(600))")
+        #expect(waitUntil(seconds: 20) { httpGet(port: first, "/metrics", seconds: 2) == nil }, "the old port still answers")
+
+        try daemon.write(config: config(port: broker.port, tags: twoTags))
+        daemon.signal(SIGHUP)
+        #expect(waitUntil(seconds: 20) { httpGet(port: second, "/metrics", seconds: 2) == nil }, "\(daemon.log.suffix(600))")
+        #expect(daemon.stop().status == 0)
+    }
+
     /// promtool fails on a bad exposition: the check above can fail.
     @Test func promtoolRefusesABadExposition() throws {
         #expect(throws: (any Error).self) {
