@@ -92,8 +92,10 @@ wait_for "$OUT/emulate-c.log" 'took write [0-9A-F-]*2A39[0-9A-F-]* 01 at' 10 || 
 [ "$(count "$OUT/emulate-c.log" 'took write [0-9A-F-]*2A39')" -eq 1 ] || fail "the refused reset was written"
 log "ok: the strap's control point written 01 once; ON refused"
 expect "$OUT/mqtt.log" 'collectord/tags/a/led2/result \{.*"state":\{"led1":"ON","led2":"ON","buzzer":"OFF"\}' "led2's answer holds the three outputs read back"
+# btmon writes its trace as it gets to it, behind the emulators' logs: wait for it.
+wait_count "$OUT/btmon.txt" 'ATT: Write Request' $(( writes_before + 8 )) 20 \
+  || fail "btmon saw $(( $(count "$OUT/btmon.txt" 'ATT: Write Request') - writes_before )) ATT Write Requests for 8 writes"
 writes_after=$(count "$OUT/btmon.txt" 'ATT: Write Request')
-[ $(( writes_after - writes_before )) -ge 8 ] || fail "btmon saw $(( writes_after - writes_before )) ATT Write Requests for 8 writes"
 log "btmon: $(( writes_after - writes_before )) ATT Write Requests on the link for the commands"
 
 # Hostile: answered with errors, nothing written.
