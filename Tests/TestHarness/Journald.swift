@@ -65,7 +65,11 @@ public final class Journald {
     /// in.) `spare`: a path for an empty directory the bind mount goes through.
     public func serviceLauncher(spare: String) -> [String] {
         mkdir(spare, 0o700)
+        // `unshare --propagation private` makes / private, which fails where / is not a mount
+        // point (in a chroot, as scripts/debian-swift runs the tests); there the chroot's own
+        // namespace is private already, so a failure to make it so is no leak.
         let script = """
+            mount --make-rprivate / 2>/dev/null || ! mountpoint -q /
             mount --bind "$1" "$2"
             mount -t tmpfs -o mode=0755 tmpfs /run/systemd
             mkdir /run/systemd/journal
@@ -73,7 +77,7 @@ public final class Journald {
             shift 2
             exec "$@"
             """
-        return [unshare, "--mount", "--propagation", "private", "--", "/bin/sh", "-ec", script, "sh", socketDirectory, spare]
+        return [unshare, "--mount", "--propagation", "unchanged", "--", "/bin/sh", "-ec", script, "sh", socketDirectory, spare]
     }
 
     /// Stops it and removes its journal files and sockets.
