@@ -35,8 +35,13 @@ extension Validator {
     mutating func metrics(_ t: TOMLTable) -> DaemonConfiguration.Metrics? {
         let scope = Scope(context: "metrics")
         checkKeys(t, allowed: Schema.metrics, scope)
-        guard let (text, line) = string(t, "listen", scope) else { return nil }
         let example = "like \"127.0.0.1:\(Schema.metricsDefaultPort)\" or \"[::1]:\(Schema.metricsDefaultPort)\""
+        // A [metrics] table that serves nothing is a mistake, not a way to turn metrics off.
+        guard t["listen"] != nil else {
+            report(t.line, scope.context, "missing required key \"listen\" (\(example)); without [metrics] the endpoint is off")
+            return nil
+        }
+        guard let (text, line) = string(t, "listen", scope) else { return nil }
         switch parseBroker(text, defaultPort: Schema.metricsDefaultPort) {
         case .failure(let problem):
             report(line, scope.context, "listen \(quoted(text)): \(problem) (\(example))")

@@ -10,8 +10,10 @@ import Testing
         let plain = try #require(valid(Self.tag))
         #expect(plain.metrics == nil)
         #expect(plain.summary().contains("metrics: off"), "\(plain.summary())")
-        let empty = try #require(valid("[metrics]\n" + Self.tag))
-        #expect(empty.metrics == nil)
+        // An empty [metrics] serves nothing: refused, at its line, rather than silently off.
+        let empty = DaemonConfiguration.parse(text: "\n[metrics]\n" + Self.tag, path: "/etc/collectord.conf")
+        #expect(empty.failureLines.first?.hasPrefix("/etc/collectord.conf:2: metrics: missing required key \"listen\"") == true,
+                "\(empty.failureLines)")
     }
 
     @Test func addresses() throws {
