@@ -153,4 +153,43 @@ import TestHarness
         #expect(loop.run(until: { numbers(sub) == Set(0..<30) }, limit: .seconds(20)))
         try rig.stop(outbox)
     }
+
+    /// A reload replacing the publication while the medium fails: the new outbox takes the
+    /// messages the old one held in memory, into its spool when that works, in order, and they
+    /// reach the broker from there.
+    @Test(.enabled(if: getuid() == 0, "mounting a tmpfs needs root"))
+    func aNewOutboxAdoptsWhatTheOldOneHeld() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let mountPoint = dir.sub("ro")
+        let unmount = try mountReadOnlyFileSystem(at: mountPoint)
+        defer { unmount() }
+        let rig = try Rig("adopt-held")
+        let (loop, sub, publisher) = (rig.loop, rig.sub, rig.publisher)
+        // The old outbox: its medium read-only from the start, its publisher never connected.
+        let failing = mountPoint + "/spool"
+        func openFailing() throws(SpoolError) -> Spool { try Spool(directory: failing, maxBytes: 8 << 20, segmentBytes: 64 << 10) }
+        var failure: SpoolError?
+        do throws(SpoolError) { _ = try openFailing() } catch { failure = error }
+        guard let failure else { Issue.record("a spool opened on a read-only file system"); return }
+        let oldPublisher = try MQTTPublisher(configuration: MQTTPublisherConfiguration(brokers: [rig.broker.broker], clientID: "adopt-old",
+                                                                                     presence: testPresence("adopt-old")), loop: loop)
+        let old = Outbox(publisher: oldPublisher, unopened: failure, directory: failing, qos: 1, retain: false, loop: loop, open: openFailing)
+        send(old, 0..<25)
+        #expect(old.held.count == 25)
+
+        // The new one, on a medium that works.
+        let spool = try Spool(directory: dir.sub("spool"), maxBytes: 8 << 20, segmentBytes: 64 << 10)
+        let new = Outbox(publisher: publisher, spool: spool, qos: 1, retain: false, loop: loop)
+        rig.attach(new)
+        new.adopt(heldBy: old)
+        #expect(old.held.count == 0 && new.held.count == 0)
+        #expect(new.spool?.count == 25, "\(new.spool?.count ?? -1) in the new spool")
+        send(new, 25..<30)
+        publisher.start()
+        #expect(loop.run(until: { numbers(sub) == Set(0..<30) }, limit: .seconds(20)), "\(numbers(sub).count) of 30")
+        let order = sub.messages.compactMap { m in m.payload.split(separator: " ").dropFirst().first.flatMap { Int($0) } }
+        #expect(order.prefix(25) == ArraySlice(0..<25), "the adopted ones first, in order: \(order.prefix(30))")
+        try rig.stop(new)
+    }
 }
