@@ -102,8 +102,10 @@ public final class Outbox {
 
     /// For a spool that could not be opened because its medium fails (`isMediumFailure`): the
     /// outbox starts holding messages in memory and tries `open` every `reopenInterval`.
-    public init(publisher: MQTTPublisher, unopened failure: SpoolError, directory: String, qos: Int32, retain: Bool,
-                loop: EventLoop, heldLimit: Int = Outbox.heldLimit, open: @escaping () throws(SpoolError) -> Spool) {
+    /// Messages held meanwhile take at most `heldLimit`, and never more than the spool would
+    /// (`maxBytes`).
+    public init(publisher: MQTTPublisher, unopened failure: SpoolError, directory: String, maxBytes: Int = .max, qos: Int32,
+                retain: Bool, loop: EventLoop, heldLimit: Int = Outbox.heldLimit, open: @escaping () throws(SpoolError) -> Spool) {
         self.publisher = publisher
         spool = nil
         self.qos = qos
@@ -111,7 +113,7 @@ public final class Outbox {
         self.loop = loop
         reopen = open
         self.directory = directory
-        held = HeldMessages(limit: heldLimit)
+        held = HeldMessages(limit: min(heldLimit, maxBytes))
         unacknowledged = UnacknowledgedCopies(slots: publisher.configuration.maxInFlight)
         mediumFailure = "\(failure)"
         mediumFailures = 1
@@ -333,9 +335,7 @@ public final class Outbox {
         syncTimer = nil
         // Said every time: a failure after the spool worked again is news (at most one per
         // `reopenInterval`, since a reopened spool has passed a write and sync first).
-        onSpoolError?("\(error): the spool's medium fails; new messages are held in memory (at most \(held.limit >> 10) KiB) "
-                      + "and sent while the broker is up; \(waiting) message\(waiting == 1 ? "" : "s") wait in \(spool.directory) "
-                      + "until it works again (tried every \(reopenInterval.milliseconds / 1000) s)")
+        onSpoolError?(mediumFails(error, waiting: waiting))
         scheduleReopen()
     }
 
@@ -422,6 +422,16 @@ public final class Outbox {
         scheduleSync()
         drain()
         return true
+    }
+
+    /// What is said when the medium fails: at the start (`waiting` nil: no spool was opened) and
+    /// each time a working spool is given up, with the messages left in it.
+    public func mediumFails(_ error: SpoolError, waiting: Int?) -> String {
+        "\(error): the spool's medium fails; new messages are held in memory (at most \(held.limit >> 10) KiB) "
+            + "and sent while the broker is up; "
+            + (waiting.map { "\($0) message\($0 == 1 ? "" : "s") wait in \(directory) until it works again" }
+               ?? "the spool is used once it works")
+            + " (tried every \(reopenInterval.milliseconds / 1000) s)"
     }
 
     /// Takes the messages another outbox held in memory (a reload replacing its publication while

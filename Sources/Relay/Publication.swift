@@ -154,11 +154,10 @@ public final class Publication: MQTTPublisherDelegate {
             outbox = Outbox(publisher: publisher, spool: spool, qos: s.qos, retain: s.retain, loop: loop, reopen: open)
         case .failure(let error) where Outbox.isMediumFailure(error):
             // A read-only or failing SD card must not keep the readings from a broker that is up.
-            let limit = min(Outbox.heldLimit, s.spoolMaxBytes)
-            outbox = Outbox(publisher: publisher, unopened: error, directory: s.spoolDirectory, qos: s.qos, retain: s.retain,
-                            loop: loop, heldLimit: limit, open: open)
+            outbox = Outbox(publisher: publisher, unopened: error, directory: s.spoolDirectory, maxBytes: s.spoolMaxBytes,
+                            qos: s.qos, retain: s.retain, loop: loop, open: open)
             outbox.scheduleReopen()
-            log(.error) { "\(error): the spool's medium fails; messages are held in memory (at most \(limit >> 10) KiB) and sent while the broker is up; the spool is tried again every \(Outbox.reopenInterval.components.seconds) s" }
+            log(.error) { [outbox] in outbox.mediumFails(error, waiting: nil) }
         case .failure(let error):
             throw error
         }
