@@ -91,10 +91,8 @@ extension Daemon {
             pending: outbox.spool?.count, bytes: outbox.spool?.bytes ?? 0,
             oldestAge: outbox.spool?.oldestAppended().map { max(0, (wall.nanosecondsSinceEpoch - $0.nanosecondsSinceEpoch) / 1_000_000_000) },
             mediumFailing: outbox.mediumFailure != nil, held: outbox.held.count, dropped: outbox.spool?.dropped ?? 0)
-        var report = StatusReport(version: CollectordVersion.string, uptime: seconds(now - started), adapters: adapters, tags: tags,
-                                  advertisers: advertisers, mqtt: mqtt, spool: spool)
-        report.warnings = StatusReport.warnings(adapters: adapters, tags: tags, advertisers: advertisers, mqtt: mqtt, spool: spool)
-        return report
+        return StatusReport(version: CollectordVersion.string, uptime: seconds(now - started), adapters: adapters, tags: tags,
+                            advertisers: advertisers, mqtt: mqtt, spool: spool)
     }
 
     /// The line `systemctl status` shows: "7/8 tags streaming, broker connected, spool empty".

@@ -73,12 +73,10 @@ struct StatusReport {
     var advertisers: [Advertiser] = []
     var mqtt: MQTT
     var spool: Spool
-    var warnings: [String] = []
-
     var health: Health { warnings.isEmpty ? .ok : .degraded }
 
     /// The warnings that follow from the rest: each makes the daemon degraded.
-    static func warnings(adapters: [Adapter], tags: [Tag], advertisers: [Advertiser], mqtt: MQTT, spool: Spool) -> [String] {
+    var warnings: [String] {
         var w: [String] = []
         for a in adapters where a.state != "up" {
             switch a.state {
