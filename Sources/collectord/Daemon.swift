@@ -102,6 +102,7 @@ final class Daemon: TagSupervisorDelegate {
             let about = LogFields(adapter: adapter)
             if up { Log.notice("bluetooth: \(message)", about: about) } else { Log.warning("bluetooth: \(message)", about: about) }
             self?.publication.publishEvent(up ? "adapter_up" : "adapter_down", tag: nil, detail: message)
+            self?.statusMayHaveChanged()
         }
         fleet.onWarning = { adapter, message in Log.warning("bluetooth: \(message)", about: LogFields(adapter: adapter)) }
         fleet.onPlacement = { [weak self] s, adapter, why in
@@ -120,6 +121,7 @@ final class Daemon: TagSupervisorDelegate {
             let about = LogFields(tag: name, address: fleet.advertisers[name]?.address)
             if heard { Log.info("\(name): heard", about: about) } else { Log.notice("\(name): not heard for \(self.fleet.advertisers[name].map { "\($0.staleAfter.milliseconds / 1000) s" } ?? "a while"): offline", about: about) }
             publication.setOnline(name, heard)
+            statusMayHaveChanged()
         }
         fleet.onAdvertiserSensors = { [weak self] name, sensors in
             guard let self, let tag = config.tags.first(where: { $0.name == name }), let model = tag.model else { return }

@@ -28,8 +28,6 @@ final class StatusBoard {
         }
     }
 
-    func forget(_ name: String) { linkStarts[name] = nil }
-
     static func notifications(_ s: TagSupervisor) -> UInt64 {
         s.currentCounters.reduce(0) { $0 &+ $1.notifications }
     }

@@ -29,19 +29,9 @@ struct StatusAccess {
 }
 
 extension Daemon {
-    /// At the start: the events the STATUS= summary follows that the daemon's own handlers do
-    /// not pass on, then the status socket.
+    /// At the start: the first publication's spool medium followed for the STATUS= summary, then
+    /// the status socket.
     func startStatus() {
-        let adapterChange = fleet.onAdapterChange
-        fleet.onAdapterChange = { [weak self] adapter, up, message in
-            adapterChange?(adapter, up, message)
-            self?.statusMayHaveChanged()
-        }
-        let presence = fleet.onAdvertiserPresence
-        fleet.onAdvertiserPresence = { [weak self] name, heard in
-            presence?(name, heard)
-            self?.statusMayHaveChanged()
-        }
         watchSpoolMedium(publication)
         statusMayHaveChanged()
         startStatusSocket()
