@@ -93,7 +93,7 @@ struct ListeningSocket {
     // MARK: Unix
 
     private static func unix(path: String, mode: UInt32, group: UInt32?) throws(SystemError) -> ListeningSocket {
-        guard var address = UnixSocketAddress(path) else { throw SystemError("bind", errno: ENAMETOOLONG, path: path) }
+        guard let address = UnixSocketAddress(path) else { throw SystemError("bind", errno: ENAMETOOLONG, path: path) }
         try removeStale(path, address: address)
         let fd = try socket(AF_UNIX)
         var created = false
@@ -126,7 +126,7 @@ struct ListeningSocket {
         guard st.st_mode & S_IFMT == S_IFSOCK else { throw SystemError("bind", errno: EADDRINUSE, path: path) }
         let probe = try socket(AF_UNIX)
         defer { Glibc.close(probe) }
-        var probeAddress = address
+        let probeAddress = address
         // Non-blocking, so that a listener with a full backlog (EAGAIN: somebody listens) cannot
         // hold the start-up; otherwise connect answers at once, accepted or refused.
         let outcome = Result { () throws(SystemError) in try Syscall.call("connect", path: path) { probeAddress.withPointer { connect(probe, $0, $1) } } }
@@ -146,29 +146,5 @@ struct ListeningSocket {
         guard let st = try? FileDescriptor.workingDirectory.status(of: file.path, followingLinks: false),
               UInt64(st.st_dev) == file.device, UInt64(st.st_ino) == file.inode else { return }
         _ = try? FileDescriptor.workingDirectory.unlink(file.path)
-    }
-}
-
-/// A `sockaddr_un` for a path, which must fit its 108 bytes with the terminating NUL.
-struct UnixSocketAddress {
-    private var storage = sockaddr_un()
-
-    init?(_ path: String) {
-        let bytes = Array(path.utf8)
-        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: storage.sun_path), !bytes.contains(0) else { return nil }
-        storage.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &storage.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
-        }
-    }
-
-    mutating func withPointer<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
-        withSocketAddress(&storage, body)
-    }
-}
-
-func withSocketAddress<A, R>(_ address: inout A, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
-    withUnsafePointer(to: &address) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<A>.size)) }
     }
 }

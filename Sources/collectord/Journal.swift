@@ -43,22 +43,16 @@ final class JournalSocket {
     static let defaultPath = "/run/systemd/journal/socket"
 
     private let fd: Int32
-    private let address: sockaddr_un
-    private let length: socklen_t
+    private let address: UnixSocketAddress
 
     /// nil when the path does not fit a socket address or no socket can be had.
     init?(path: String = JournalSocket.defaultPath) {
-        let bytes = Array(path.utf8)
-        var address = sockaddr_un()
-        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path),
+        guard let address = UnixSocketAddress(path),
               let fd = try? Syscall.blocking("socket", {
                   socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
               }) else { return nil }
         self.fd = fd
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { dst in dst.copyBytes(from: bytes) }
         self.address = address
-        length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + 1)
     }
 
     deinit { close(fd) }
@@ -85,10 +79,8 @@ final class JournalSocket {
     func send(_ level: LogLevel, _ message: String, _ fields: LogFields) -> Bool {
         let datagram = Self.datagram(level, message, fields)
         let sent = datagram.withUnsafeBytes { bytes in
-            withUnsafePointer(to: address) { a in
-                a.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
-                    try? Syscall.call("sendto") { sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), sa, length) }
-                }
+            address.withPointer { sa, length in
+                try? Syscall.call("sendto") { sendto(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), sa, length) }
             }
         }
         if case .done(let n)? = sent { return n == datagram.count }

@@ -25,20 +25,11 @@ enum StatusClient {
     static func ask(_ path: String, request: [UInt8], timeout: Duration) throws(Failure) -> [UInt8] {
         let deadline = SystemClock().now + timeout
         let within = StatusClient.seconds(timeout)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard !bytes.isEmpty, bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            throw .notRunning("\(path): not a socket path")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { for (i, b) in bytes.enumerated() { $0[i] = b } }
+        guard let address = UnixSocketAddress(path) else { throw .notRunning("\(path): not a socket path") }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw .system(SystemError("socket")) }
         defer { close(fd) }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) }
-        }
+        let connected = address.withPointer { connect(fd, $0, $1) }
         if connected != 0 {
             let e = errno
             switch e {
