@@ -57,7 +57,7 @@ broker_listening() {
   while read -r line; do [[ $line == *:075B\ 00000000:0000\ 0A* ]] && return 0; done < /proc/net/tcp
   return 1
 }
-file_exists() { [ -e "$1" ]; }
+btmon_bound() { grep -q "Note: Bluetooth subsystem" "$1" 2>/dev/null; }
 alive() { kill -0 -- "-$1" 2>/dev/null; }
 
 # Kills a process group: TERM, then KILL after 1 s.
@@ -76,9 +76,17 @@ setup() {
   # Decoded live: btmon 5.66 reading a trace back (-r) crashes on ATT Read By Type once the
   # controllers are gone (it looks connections up through hci_devba).
   # Line-buffered, so scenarios can wait for what the trace shows.
+  # The kernel drops a monitor frame, silently, when btmon's socket buffer is full, and btmon
+  # writes every line and frame to the 9p share, which a loaded host makes slow (CI once saw 7
+  # of 8 commands' writes). Its socket alone gets a deep buffer: rmem_default is raised while it
+  # binds (the kernel's first note shows it has) and put back for everything the scenario starts.
+  local rmem
+  rmem=$(cat /proc/sys/net/core/rmem_default)
+  echo 33554432 > /proc/sys/net/core/rmem_default
   setsid stdbuf -oL btmon -C 160 -w "$dir/btmon.snoop" > "$dir/btmon.txt" 2>&1 < /dev/null &
   btmon_pid=$!
-  wait_until 5 file_exists "$dir/btmon.snoop" || echo "btmon did not start" >> "$dir/setup.log"
+  wait_until 5 btmon_bound "$dir/btmon.txt" || echo "btmon did not start" >> "$dir/setup.log"
+  echo "$rmem" > /proc/sys/net/core/rmem_default
   rm -f "$BTVIRT_WEDGE"  # a killed btvirt's: only the new one's may be written to
   setsid "$BTVIRT" -L -l"$controllers" > "$dir/btvirt.log" 2>&1 < /dev/null &
   btvirt_pid=$!

@@ -94,7 +94,8 @@ log "ok: the strap's control point written 01 once; ON refused"
 expect "$OUT/mqtt.log" 'collectord/tags/a/led2/result \{.*"state":\{"led1":"ON","led2":"ON","buzzer":"OFF"\}' "led2's answer holds the three outputs read back"
 # btmon writes its trace as it gets to it, behind the emulators' logs: wait for it.
 wait_count "$OUT/btmon.txt" 'ATT: Write Request' $(( writes_before + 8 )) 20 \
-  || fail "btmon saw $(( $(count "$OUT/btmon.txt" 'ATT: Write Request') - writes_before )) ATT Write Requests for 8 writes"
+  || { tail -5 "$OUT/btmon.txt"; pgrep -x btmon > /dev/null || log "btmon is no longer running"
+       fail "btmon saw $(( $(count "$OUT/btmon.txt" 'ATT: Write Request') - writes_before )) ATT Write Requests for 8 writes"; }
 writes_after=$(count "$OUT/btmon.txt" 'ATT: Write Request')
 log "btmon: $(( writes_after - writes_before )) ATT Write Requests on the link for the commands"
 
