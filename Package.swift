@@ -23,6 +23,8 @@ import PackageDescription
 //   Ciphers       AES-128-CCM (encrypted BTHome advertisements) and its keys, through libcrypto
 //   CMosquitto    libmosquitto, seen through pkg-config
 //   CLibcrypto    OpenSSL's libcrypto, seen through pkg-config
+//   CGlibcCompat  glibc 2.38's C23 conversions for a Swift runtime built against a newer glibc,
+//                 so the arm64 binary runs on Debian 12's glibc 2.36 (docs/packaging.md)
 //   collectord    the executable that wires them together: the configuration mapped onto the
 //                 relay's settings, the wall clock watched for it
 let package = Package(
@@ -91,6 +93,9 @@ let package = Package(
             dependencies: ["CLibcrypto"]
         ),
         .target(
+            name: "CGlibcCompat"
+        ),
+        .target(
             name: "SensorTagEmulator",
             dependencies: ["Profiles", "LinuxSystem", "SharedTypes", "Acquisition", "Reactor", "Ciphers"]
         ),
@@ -131,6 +136,7 @@ let package = Package(
                 "Relay",
                 "Serving",
                 "CMosquitto",
+                "CGlibcCompat",
             ]
         ),
         // One test target per library target, named after it; TestHarness is the harness they
@@ -154,6 +160,10 @@ let package = Package(
         .testTarget(
             name: "AcquisitionTests",
             dependencies: ["Acquisition", "SensorTagEmulator", "Profiles", "LinuxSystem", "SharedTypes", "Reactor", "TestHarness", "TestRandom"]
+        ),
+        .testTarget(
+            name: "CGlibcCompatTests",
+            dependencies: ["CGlibcCompat", "TestRandom"]
         ),
         .testTarget(
             name: "CiphersTests",

@@ -1,20 +1,19 @@
 # Step 6 of packaging/qa/test-deb (scripts/test-deb; sourced there, uses its step, check and
-# variables): the package of $arch installed the way a Raspberry Pi owner gets it, on Debian 13
-# (trixie, what current Raspberry Pi OS is based on), in a clean root of that architecture (arm64
-# runs under QEMU):
+# variables): the package of $arch installed the way a Raspberry Pi owner gets it, on Debian 12
+# (bookworm, what most Raspberry Pi OS installations run) and on Debian 13 (trixie, what current
+# Raspberry Pi OS is based on), each in a clean root of that architecture (arm64 runs under QEMU):
 #   - a signed apt repository made by scripts/build-repo, served over HTTP on the loopback;
 #   - added with /etc/apt/keyrings + a deb822 .sources file with Signed-By; apt install;
 #   - check-config on the shipped file; `collectord decode` on the test vectors;
-#   - `collectord run --emulated-tags` against Debian 13's mosquitto, the readings checked;
+#   - `collectord run --emulated-tags` against that release's mosquitto, the readings checked;
 #   - a newer version added to the repository: apt upgrade keeps a modified conffile; purge.
+# Each release gets the repository afresh (the first version only), as a new user would.
 
-rsuite=trixie
-rroot="$work/root-$rsuite-$arch"
 rrepo="$work/repo"
 rgnupg="$work/repo-gnupg"
-export rsuite rroot rrepo rgnupg
+export rrepo rgnupg
 
-# rin_root [--user NAME] COMMAND...: COMMAND in the Debian 13 root.
+# rin_root [--user NAME] COMMAND...: COMMAND in the release's root.
 rin_root() { root=$rroot in_root "$@"; }
 # serve_repo: an HTTP server for the repository on a free loopback port (the root shares the
 # network); prints the port. stop_serving ends it.
@@ -55,7 +54,6 @@ repo_v1() {
   return $ok
 }
 export -f repo_v1
-step "signed apt repository (scripts/build-repo) with collectord $version" 300 repo_v1 || finish
 
 rroot_make() {
   local base; base=$(roots_base "$rsuite" "$arch") || return 1
@@ -64,14 +62,13 @@ rroot_make() {
   mkdir -p "$cache/apt-archives-$rsuite-$arch"
   cp -a "$cache/apt-archives-$rsuite-$arch/." "$rroot/var/cache/apt/archives/" 2>/dev/null || true
   local ok=0
-  check "Debian 13 root: $(cat "$rroot/etc/debian_version"), $(rin_root dpkg --print-architecture), glibc $(rin_root dpkg-query -W -f='${Version}' libc6)" \
-    bash -c "rin_root dpkg --print-architecture | grep -qx '$arch' && grep -q '^13' '$rroot/etc/debian_version'" || ok=1
+  check "$rname root: $(cat "$rroot/etc/debian_version"), $(rin_root dpkg --print-architecture), glibc $(rin_root dpkg-query -W -f='${Version}' libc6)" \
+    bash -c "rin_root dpkg --print-architecture | grep -qx '$arch' && grep -q '^$rmajor' '$rroot/etc/debian_version'" || ok=1
   check "collectord, libbluetooth3, libmosquitto1 not installed yet" \
     bash -c "! rin_root dpkg-query -W collectord libbluetooth3 libmosquitto1 >/dev/null 2>&1" || ok=1
   return $ok
 }
 export -f rroot_make
-step "clean Debian 13 $arch root (debootstrap --variant=minbase, cached)" 1800 rroot_make || finish
 
 rinstall() {
   local port; port=$(serve_repo) || return 1
@@ -89,7 +86,7 @@ rinstall() {
     bash -c "[ \"\$(rin_root dpkg-query -W -f='\${Status} \${Version}' collectord)\" = 'install ok installed $version' ]" || ok=1
   check "apt-cache policy: the version comes from 127.0.0.1:$port" \
     bash -c "rin_root apt-cache policy collectord | grep -A1 '\\*\\*\\* $version' | grep -q '127.0.0.1:$port'" || ok=1
-  check "dependencies from Debian 13: libbluetooth3 libmosquitto1 procps" rin_root dpkg-query -W libbluetooth3 libmosquitto1 procps || ok=1
+  check "dependencies from $rname: libbluetooth3 libmosquitto1 procps" rin_root dpkg-query -W libbluetooth3 libmosquitto1 procps || ok=1
   check "system user collectord, /etc/collectord.conf root:collectord 640, unit enabled" \
     bash -c "rin_root getent passwd collectord >/dev/null && [ \"\$(rin_root stat -c '%U:%G %a' /etc/collectord.conf)\" = 'root:collectord 640' ] && test -L '$rroot/etc/systemd/system/multi-user.target.wants/collectord.service'" || ok=1
   local v; v=$(rin_root --user collectord /usr/bin/collectord version 2>&1)
@@ -109,13 +106,11 @@ rinstall() {
   return $ok
 }
 export -f rinstall
-step "Debian 13 $arch: apt install collectord from the signed repository" 1200 rinstall || finish
 
 rcheck_config() {
   rin_root --user collectord /usr/bin/collectord check-config --config /etc/collectord.conf
 }
 export -f rcheck_config
-step "Debian 13 $arch: collectord check-config on the shipped /etc/collectord.conf" 120 rcheck_config
 
 rdecode() {
   python3 packaging/qa/check-output.py decode-script Tests/vectors/decode.txt > "$rroot/tmp/decode.sh" || return 1
@@ -123,9 +118,8 @@ rdecode() {
   python3 packaging/qa/check-output.py decode-check Tests/vectors/decode.txt "$work/decode-$arch.out"
 }
 export -f rdecode
-step "Debian 13 $arch: collectord decode gives the test vectors' values" 300 rdecode
 
-# The daemon as the collectord user against Debian 13's mosquitto, two emulated tags (a CC2650
+# The daemon as the collectord user against the release's own mosquitto, two emulated tags (a CC2650
 # and a CC2541): 120 messages, then the readings are checked on the host.
 rstream() {
   rin_root apt-get install -y -q mosquitto mosquitto-clients 2>&1 | tail -n 2 | sed 's/^/     /'
@@ -153,7 +147,6 @@ rstream() {
   python3 packaging/qa/check-output.py readings "$rroot/tmp/stream/readings.txt" kitchen=cc2650 garage=cc2541
 }
 export -f rstream
-step "Debian 13 $arch: collectord run --emulated-tags publishes the right readings to mosquitto" 600 rstream
 
 rupgrade() {
   # Made earlier in this run (the amd64 test builds it for the bookworm upgrade), else now.
@@ -182,7 +175,6 @@ rupgrade() {
   return $ok
 }
 export -f rupgrade
-step "Debian 13 $arch: a newer version in the repository; apt upgrade keeps the modified conffile" 3600 rupgrade
 
 rpurge() {
   rin_root apt-get purge -y -q collectord 2>&1 | tail -n 3 | sed 's/^/     /'
@@ -194,8 +186,21 @@ rpurge() {
   return $ok
 }
 export -f rpurge
-step "Debian 13 $arch: apt purge" 600 rpurge
 
 rdelete() { stop_serving; roots_remove "$rroot"; }
 export -f rdelete
-step "delete the Debian 13 test root" 120 rdelete
+
+for rsuite in bookworm trixie; do
+  case $rsuite in bookworm) rmajor=12 ;; trixie) rmajor=13 ;; esac
+  rname="Debian $rmajor" rroot="$work/root-$rsuite-$arch"
+  export rsuite rmajor rname rroot
+  step "$rname $arch: signed apt repository (scripts/build-repo) with collectord $version" 300 repo_v1 || finish
+  step "clean $rname $arch root (debootstrap --variant=minbase, cached)" 1800 rroot_make || finish
+  step "$rname $arch: apt install collectord from the signed repository" 1200 rinstall || finish
+  step "$rname $arch: collectord check-config on the shipped /etc/collectord.conf" 120 rcheck_config
+  step "$rname $arch: collectord decode gives the test vectors' values" 300 rdecode
+  step "$rname $arch: collectord run --emulated-tags publishes the right readings to mosquitto" 600 rstream
+  step "$rname $arch: a newer version in the repository; apt upgrade keeps the modified conffile" 3600 rupgrade
+  step "$rname $arch: apt purge" 600 rpurge
+  step "delete the $rname $arch test root" 120 rdelete
+done

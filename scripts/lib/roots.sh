@@ -190,14 +190,15 @@ roots_toolchain() {
     -- roots_arm64_swift_resources
 }
 
-# The Debian 13 root for arm64 builds: amd64, with Debian 13's arm64 -dev packages installed
+# The Debian 12 root for arm64 builds: amd64, with Debian 12's arm64 -dev packages installed
 # beside it (multiarch). It is the cross-compiler's sysroot (usr/lib/aarch64-linux-gnu,
-# usr/include/aarch64-linux-gnu) and where the arm64 package is made with
+# usr/include/aarch64-linux-gnu), so the binary needs no glibc or libstdc++ newer than Debian 12
+# has and runs on Debian 12 and 13 alike, and where the arm64 package is made with
 # `dpkg-buildpackage -a arm64`: natively, so in seconds (the same in an arm64 root under QEMU
-# took 3 minutes), with dh_shlibdeps reading Debian 13's arm64 libraries and aarch64 binutils.
+# took 3 minutes), with dh_shlibdeps reading Debian 12's arm64 libraries and aarch64 binutils.
 roots_arm64_cross() {
-  roots_prepared trixie-cross-arm64 trixie amd64 \
-    libc6-dev:arm64 libstdc++-14-dev:arm64 libgcc-14-dev:arm64 libbluetooth-dev:arm64 libmosquitto-dev:arm64 libssl-dev:arm64 \
+  roots_prepared bookworm-cross-arm64 bookworm amd64 \
+    libc6-dev:arm64 libstdc++-12-dev:arm64 libgcc-12-dev:arm64 libbluetooth-dev:arm64 libmosquitto-dev:arm64 libssl-dev:arm64 \
     binutils-aarch64-linux-gnu dpkg-dev debhelper scdoc pkg-config file
 }
 
