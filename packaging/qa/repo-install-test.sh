@@ -204,3 +204,36 @@ for rsuite in bookworm trixie; do
   step "$rname $arch: apt purge" 600 rpurge
   step "delete the $rname $arch test root" 120 rdelete
 done
+
+# 32-bit Raspberry Pi OS (armhf): no Swift toolchain reachable here targets 32-bit ARM, so there
+# is no package for it, and the repository must not offer one apt cannot install. A clean
+# Debian 12 armhf root (what 32-bit Raspberry Pi OS bookworm is built from) follows the README's
+# steps: apt update works, `apt install collectord` finds nothing, and nothing is installed.
+# Once, in the arm64 run (the repository then holds both architectures of the last round).
+rarmhf() {
+  local root32="$work/root-bookworm-armhf"
+  local base; base=$(roots_base bookworm armhf) || return 1
+  roots_unpack "$base" "$root32" || return 1
+  scripts/build-repo --repo "$rrepo" --gnupghome "$rgnupg" >/dev/null || return 1
+  local port; port=$(serve_repo) || return 1
+  mkdir -p "$root32/etc/apt/keyrings"
+  cp "$rrepo/collectord-archive-keyring.gpg" "$root32/etc/apt/keyrings/"
+  sed "s|^URIs: .*|URIs: http://127.0.0.1:$port/|" "$rrepo/collectord.sources" > "$root32/etc/apt/sources.list.d/collectord.sources"
+  local ok=0 update install
+  update=$(roots_run "$root32" -- apt-get update -q 2>&1); local urc=$?
+  printf '%s\n' "$update" | grep -E '127\.0\.0\.1|^[EWN]:' | cut -c1-160 | sed 's/^/     /'
+  install=$(roots_run "$root32" -- apt-get install -y -q collectord 2>&1); local irc=$?
+  printf '%s\n' "$install" | tail -n 2 | sed 's/^/     /'
+  stop_serving
+  check "armhf root: $(roots_run "$root32" -- dpkg --print-architecture)" \
+    bash -c "[ \"\$(roots_run '$root32' -- dpkg --print-architecture)\" = armhf ]" || ok=1
+  check "apt update succeeds with the repository's .sources file (status $urc, no error)" \
+    bash -c "[ $urc -eq 0 ] && ! printf '%s' \"\$1\" | grep -q '^E:'" _ "$update" || ok=1
+  check "apt install collectord finds no package for armhf (status $irc)" \
+    bash -c "[ $irc -ne 0 ] && printf '%s' \"\$1\" | grep -qE 'Unable to locate package collectord|has no installation candidate'" _ "$install" || ok=1
+  check "nothing installed" bash -c "! roots_run '$root32' -- dpkg-query -W collectord >/dev/null 2>&1" || ok=1
+  roots_remove "$root32"
+  return $ok
+}
+export -f rarmhf
+[ "$arch" = arm64 ] && step "Debian 12 armhf (32-bit Raspberry Pi OS): the repository offers no package apt cannot install" 1800 rarmhf

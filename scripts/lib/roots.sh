@@ -199,7 +199,20 @@ roots_toolchain() {
 roots_arm64_cross() {
   roots_prepared bookworm-cross-arm64 bookworm amd64 \
     libc6-dev:arm64 libstdc++-12-dev:arm64 libgcc-12-dev:arm64 libbluetooth-dev:arm64 libmosquitto-dev:arm64 libssl-dev:arm64 \
-    binutils-aarch64-linux-gnu dpkg-dev debhelper scdoc pkg-config file
+    binutils-aarch64-linux-gnu dpkg-dev debhelper scdoc pkg-config file \
+    -- roots_sysroot_links
+}
+
+# Debian 12's glibc ships its development links as absolute ones (libm.so ->
+# /lib/aarch64-linux-gnu/libm.so.6). Seen from the toolchain root, where this root is the sysroot
+# at /sysroot, they dangle, and the linker quietly takes libm.a instead (then fails on its
+# internal symbols). Made relative, they resolve inside the sysroot wherever it is mounted.
+roots_sysroot_links() {
+  local root=$1 link target
+  while IFS= read -r -d '' link; do
+    target=$(readlink "$link")
+    ln -sfn "$(realpath -m --relative-to="$(dirname "$link")" "$root$target")" "$link"
+  done < <(find "$root/usr/lib/aarch64-linux-gnu" -type l -lname '/*' -print0)
 }
 
 # Scripts that run steps in child shells (packaging/qa/test-deb) need these there too.
