@@ -201,6 +201,8 @@ public final class TagSupervisor {
     public var random: () -> Double = { Double.random(in: 0..<1) }
 
     public private(set) var state: State = .idle
+    /// A reconnect was asked for and its link has neither streamed nor failed yet.
+    private var reconnectUnderWay = false
     public private(set) var session: DeviceSession?
     /// Consecutive failed attempts since the last successful setup.
     public private(set) var failures = 0
@@ -262,21 +264,37 @@ public final class TagSupervisor {
         commands.submitRead(target, completion)
     }
 
+    /// What a request to connect again did.
+    public enum ReconnectOutcome: Equatable, Sendable {
+        /// The link was dropped, or the waiting tag tries now.
+        case started
+        /// A reconnect asked for earlier has not finished (its attempt or its setup is under
+        /// way), so this one is that one: a command delivered twice (MQTT QoS 1 may) or sent
+        /// again impatiently does not drop the link it brought up.
+        case underWay
+        /// Nothing to connect through (no adapter yet), or the tag is stopped.
+        case notPossible(State)
+    }
+
     /// Connects again now: a link that is up is dropped and set up afresh from the configuration,
-    /// a tag that waits (backing off, or given up) tries at once.
-    public func reconnectNow(reason: String) {
+    /// a tag that waits (backing off, or given up) tries at once. `anew` drops even a link being
+    /// set up for an earlier request, whose setup may have begun with settings since changed.
+    @discardableResult
+    public func reconnectNow(reason: String, anew: Bool = false) -> ReconnectOutcome {
         switch state {
+        case .settingUp where reconnectUnderWay && !anew, .connecting:
+            return .underWay
         case .streaming, .settingUp:
             if dropLink() { emit(.forcedDisconnect(reason)) }
-            failures = 0
-            connect()
         case .waiting, .gaveUp:
             cancelPending()
-            failures = 0
-            connect()
-        case .idle, .connecting, .paused, .stopped:
-            break
+        case .idle, .paused, .stopped:
+            return .notPossible(state)
         }
+        failures = 0
+        reconnectUnderWay = true
+        connect()
+        return .started
     }
 
     /// Forgets the values commands set that the configuration sets too; a link where some were
@@ -285,7 +303,7 @@ public final class TagSupervisor {
     @discardableResult
     public func restoreConfigured() -> Bool {
         guard commands.forgetCommanded() else { return false }
-        reconnectNow(reason: "configured settings restored")
+        reconnectNow(reason: "configured settings restored", anew: true)
         return true
     }
 
@@ -392,6 +410,7 @@ public final class TagSupervisor {
     /// A failed attempt or a lost link: back off, or give up after too many in a row.
     private func failed(_ event: ConnectionEvent) {
         guard state != .stopped else { return }
+        reconnectUnderWay = false
         emit(event)
         let wasStable = streamingSince.map { loop.now - $0 >= stableAfter } ?? false
         streamingSince = nil
@@ -465,6 +484,7 @@ extension TagSupervisor: DeviceSessionDelegate {
         loop.cancel(timer)
         timer = nil
         state = .streaming
+        reconnectUnderWay = false
         failures = 0
         hasStreamed = true
         streamingSince = loop.now

@@ -220,11 +220,9 @@ public final class TagFleet {
         s.readState(target, completion)
     }
 
-    /// Connects the tag named `name` again now; false if there is no such connected tag.
-    public func reconnect(tag name: String) -> Bool {
-        guard let s = supervisors[name] else { return false }
-        s.reconnectNow(reason: "reconnect requested")
-        return true
+    /// Connects the tag named `name` again now; nil if there is no such connected tag.
+    public func reconnect(tag name: String) -> TagSupervisor.ReconnectOutcome? {
+        supervisors[name]?.reconnectNow(reason: "reconnect requested")
     }
 
     /// A reload: the values commands set are forgotten, and the tags where any were set are set

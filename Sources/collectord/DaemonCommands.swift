@@ -47,11 +47,19 @@ extension Daemon {
         switch (words.first, words.count) {
         case ("reconnect", 2):
             let name = words[1]
-            guard fleet.reconnect(tag: name) else {
-                return publication.answer(request, failure: "unknown_tag", reason: "no connected tag is named \(name)")
+            switch fleet.reconnect(tag: name) {
+            case nil:
+                publication.answer(request, failure: "unknown_tag", reason: "no connected tag is named \(name)")
+            case .started:
+                Log.notice("\(name): reconnecting (command)", about: logFields(name))
+                publication.answer(request, detail: "reconnecting \(name)")
+            case .underWay:
+                Log.info("\(name): already reconnecting (command)", about: logFields(name))
+                publication.answer(request, detail: "already reconnecting \(name)")
+            case .notPossible(let state):
+                publication.answer(request, failure: "not_connected",
+                                   reason: state == .stopped ? "\(name) is stopped" : "\(name) has no adapter to connect through")
             }
-            Log.notice("\(name): reconnecting (command)", about: logFields(name))
-            publication.answer(request, detail: "reconnecting \(name)")
         case ("read", 3):
             let (name, targetName) = (words[1], words[2])
             guard let target = CommandTarget(name: targetName, profile: fleet.supervisors[name]?.tag.profile) else {

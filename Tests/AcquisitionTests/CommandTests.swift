@@ -212,6 +212,26 @@ import Reactor
         #expect(e.ioOutputs == 0)
     }
 
+    /// The daemon's `reconnect` delivered twice (MQTT QoS 1 may), or sent again while the first
+    /// is setting the link up: one reconnect, not a second one that drops the link just made.
+    @Test func aRepeatedReconnectDoesNotDropTheLinkItBroughtUp() throws {
+        let fleet = try Fleet()
+        let (s, e) = fleet.add(.cc2650(), name: "kitchen", commands: .all)
+        fleet.startAll()
+        #expect(streaming(fleet, s))
+        let (connections, reconnects) = (e.connections, s.reconnects)
+        #expect(s.reconnectNow(reason: "test") == .started)
+        #expect(s.reconnectNow(reason: "test, again") == .underWay, "while connecting")
+        #expect(fleet.run(until: { s.state == .settingUp }, limit: .seconds(30)))
+        #expect(s.reconnectNow(reason: "test, redelivered") == .underWay, "while setting up")
+        #expect(fleet.run(until: { s.state == .streaming }, limit: .seconds(60)))
+        #expect(e.connections == connections + 1)
+        #expect(s.reconnects == reconnects + 1)
+        // Once streaming, a new request is a new reconnect.
+        #expect(s.reconnectNow(reason: "test, later") == .started)
+        #expect(fleet.run(until: { s.state == .streaming && e.connections == connections + 2 }, limit: .seconds(60)))
+    }
+
     @Test func aCC2541HasNoLEDsAndItsLegacyFirmwareNoRange() throws {
         let fleet = try Fleet()
         let (s, _) = fleet.add(.cc2541Legacy, name: "old", commands: .all)
