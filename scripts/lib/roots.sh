@@ -132,6 +132,13 @@ roots_run() {
 # the host (for what apt cannot do). The recipe (this line and the setup function's text)
 # is kept beside the root; a changed recipe makes the root again.
 roots_prepared() {
+  # One maker at a time per root: CI, a session and its helpers share this cache, and a root
+  # remade under a build that uses it fails that build in strange ways.
+  mkdir -p "$COLLECTORD_CACHE/roots"
+  ( flock 9 && roots_prepared_locked "$@" ) 9> "$COLLECTORD_CACHE/roots/$1.lock"
+}
+
+roots_prepared_locked() {
   local name=$1 suite=$2 arch=$3; shift 3
   local packages=() setup=""
   while [ $# -gt 0 ]; do
