@@ -31,15 +31,22 @@
 #error "isoc23.c must be compiled without C23 strtol (no _GNU_SOURCE, C17 or older)"
 #endif
 
-// A binary number after "0b": its magnitude through strtoull (base 2, where the C99 function
-// knows no prefix), then glibc's rules for sign and overflow. `digits` starts at a binary digit.
-static unsigned long long binary_magnitude(const char *digits, char **endptr, int *overflow) {
+// A binary number after "0b", `digits` at its first binary digit: its magnitude through strtoull
+// (base 2, where the C99 function knows no prefix), then glibc's rules for sign and overflow
+// within [min, max] (ERANGE and the bound it passed). errno is left alone otherwise.
+static long long signed_binary(const char *digits, char **endptr, int negative, long long min, long long max) {
     int saved = errno;
     errno = 0;
     unsigned long long magnitude = strtoull(digits, endptr, 2);
-    *overflow = errno == ERANGE;
+    int overflow = errno == ERANGE;
     errno = saved;
-    return magnitude;
+    unsigned long long limit = negative ? (unsigned long long)max + 1 : (unsigned long long)max;
+    if (overflow || magnitude > limit) {
+        errno = ERANGE;
+        return negative ? min : max;
+    }
+    if (negative) return magnitude == limit ? min : -(long long)magnitude;
+    return (long long)magnitude;
 }
 
 // Where the prefix is, if C23 reads a binary number: after white space and a sign, "0b" or "0B"
@@ -55,29 +62,17 @@ static const char *binary_digits(const char *nptr, int base, int *negative) {
 }
 
 long collectord_isoc23_strtol(const char *nptr, char **endptr, int base) {
-    int negative = 0, overflow = 0;
+    int negative = 0;
     const char *digits = binary_digits(nptr, base, &negative);
     if (digits == NULL) return strtol(nptr, endptr, base);
-    unsigned long long m = binary_magnitude(digits, endptr, &overflow);
-    if (negative) {
-        if (overflow || m > (unsigned long long)LONG_MAX + 1) { errno = ERANGE; return LONG_MIN; }
-        return m == (unsigned long long)LONG_MAX + 1 ? LONG_MIN : -(long)m;
-    }
-    if (overflow || m > (unsigned long long)LONG_MAX) { errno = ERANGE; return LONG_MAX; }
-    return (long)m;
+    return (long)signed_binary(digits, endptr, negative, LONG_MIN, LONG_MAX);
 }
 
 long long collectord_isoc23_strtoll(const char *nptr, char **endptr, int base) {
-    int negative = 0, overflow = 0;
+    int negative = 0;
     const char *digits = binary_digits(nptr, base, &negative);
     if (digits == NULL) return strtoll(nptr, endptr, base);
-    unsigned long long m = binary_magnitude(digits, endptr, &overflow);
-    if (negative) {
-        if (overflow || m > (unsigned long long)LLONG_MAX + 1) { errno = ERANGE; return LLONG_MIN; }
-        return m == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(long long)m;
-    }
-    if (overflow || m > (unsigned long long)LLONG_MAX) { errno = ERANGE; return LLONG_MAX; }
-    return (long long)m;
+    return signed_binary(digits, endptr, negative, LLONG_MIN, LLONG_MAX);
 }
 
 int collectord_isoc23_vsscanf(const char *s, const char *format, va_list ap) {
