@@ -23,23 +23,6 @@ public func tagSocketPath(_ directory: String, _ address: BluetoothAddress) -> S
     directory + "/" + address.description
 }
 
-private func unixAddress(_ path: String) -> sockaddr_un? {
-    var a = sockaddr_un()
-    a.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: a.sun_path) else { return nil }
-    withUnsafeMutableBytes(of: &a.sun_path) { raw in
-        for (i, b) in bytes.enumerated() { raw[i] = b }
-    }
-    return a
-}
-
-private func withUnixAddress<R>(_ a: inout sockaddr_un, _ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
-    withUnsafePointer(to: &a) { p in
-        p.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-    }
-}
-
 private func seqpacketSocket() -> Int32 {
     socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
 }
@@ -94,7 +77,7 @@ public final class TagSocketConnector: LinkConnector, AdvertisementMonitor {
 
     private func tryConnect(_ attempt: Attempt, _ path: String) {
         guard attempt.completion != nil else { return }
-        guard var remote = unixAddress(path) else {
+        guard let remote = UnixSocketAddress(path) else {
             attempt.finish(.failure(.system(SystemError("connect", errno: ENAMETOOLONG, path: path))))
             return
         }
@@ -104,7 +87,7 @@ public final class TagSocketConnector: LinkConnector, AdvertisementMonitor {
             return
         }
         // A local SEQPACKET connect completes at once or fails at once (EAGAIN: backlog full).
-        if withUnixAddress(&remote, { Glibc.connect(fd, $0, $1) }) == 0 {
+        if remote.withPointer({ Glibc.connect(fd, $0, $1) }) == 0 {
             attempt.finish(.success(fd))
             return
         }
@@ -166,7 +149,7 @@ public final class TagSocketHost {
         self.tag = tag
         self.loop = loop
         path = tagSocketPath(directory, address)
-        guard unixAddress(path) != nil else { throw .system(SystemError("bind", errno: ENAMETOOLONG, path: path)) }
+        guard UnixSocketAddress(path) != nil else { throw .system(SystemError("bind", errno: ENAMETOOLONG, path: path)) }
         unlink(path)  // a stale socket of an earlier run
         advertiseWhenReady()
     }
@@ -185,11 +168,11 @@ public final class TagSocketHost {
     }
 
     private func listen() throws(EmulatorError) {
-        guard listener < 0, var local = unixAddress(path) else { return }
+        guard listener < 0, let local = UnixSocketAddress(path) else { return }
         let fd = seqpacketSocket()
         guard fd >= 0 else { throw .system(SystemError("socket")) }
         unlink(path)
-        guard withUnixAddress(&local, { bind(fd, $0, $1) }) == 0, Glibc.listen(fd, 4) == 0 else {
+        guard local.withPointer({ bind(fd, $0, $1) }) == 0, Glibc.listen(fd, 4) == 0 else {
             let e = errno
             Glibc.close(fd)
             throw .system(SystemError("bind", errno: e, path: path))

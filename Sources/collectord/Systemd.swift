@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LinuxSystem
 import Reactor
 
 /// The sd_notify protocol, without libsystemd: one datagram per state change to the socket in
@@ -9,27 +10,20 @@ import Reactor
 /// systemd restarts the service, which is the point of the watchdog.
 final class SystemdNotifier {
     private let fd: Int32
-    private var address = sockaddr_un()
-    private var length: socklen_t = 0
+    private let address: UnixSocketAddress?
     private var watchdog: TimerID?
     let isActive: Bool
 
     init(environment: [String: String] = SystemdNotifier.environment()) {
-        guard let path = environment["NOTIFY_SOCKET"], !path.isEmpty, path.utf8.count < 108,
-              path.hasPrefix("/") || path.hasPrefix("@") else {
+        guard let path = environment["NOTIFY_SOCKET"], let address = UnixSocketAddress(systemd: path) else {
+            self.address = nil
             fd = -1
             isActive = false
             return
         }
+        self.address = address
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         isActive = fd >= 0
-        address.sun_family = sa_family_t(AF_UNIX)
-        var bytes = Array(path.utf8)
-        if bytes[0] == UInt8(ascii: "@") { bytes[0] = 0 }  // abstract namespace
-        withUnsafeMutableBytes(of: &address.sun_path) { dst in
-            for (i, b) in bytes.enumerated() { dst[i] = b }
-        }
-        length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
     }
 
     deinit { if fd >= 0 { close(fd) } }
@@ -47,14 +41,10 @@ final class SystemdNotifier {
 
     /// Sends e.g. "READY=1\nSTATUS=3 tags streaming".
     func notify(_ state: String) {
-        guard isActive else { return }
+        guard isActive, let address else { return }
         var message = state
         message.withUTF8 { buf in
-            withUnsafePointer(to: &address) { a in
-                a.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    _ = sendto(fd, buf.baseAddress, buf.count, Int32(MSG_NOSIGNAL), $0, length)
-                }
-            }
+            address.withPointer { _ = sendto(fd, buf.baseAddress, buf.count, Int32(MSG_NOSIGNAL), $0, $1) }
         }
     }
 

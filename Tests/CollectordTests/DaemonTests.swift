@@ -726,6 +726,20 @@ import TestHarness
         #expect(drain().contains("STOPPING=1"))
     }
 
+    /// systemd may name its notify socket in the abstract namespace ("@…", no file): the same
+    /// messages reach it.
+    @Test func tellsSystemdThroughAnAbstractNotifySocket() throws {
+        let broker = try Broker()
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: twoTags))
+        let name = "@collectord-test-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let notify = try BoundDatagramSocket(path: name)
+        try daemon.start(environment: ["NOTIFY_SOCKET": name])
+        var said: [String] = []
+        #expect(waitUntil(seconds: 20) { said += notify.drainText(); return said.contains { $0.hasPrefix("READY=1") } }, "\(said)")
+        #expect(daemon.stop().status == 0)
+        #expect(waitUntil(seconds: 10) { said += notify.drainText(); return said.contains("STOPPING=1") }, "\(said)")
+    }
+
     @Test func invalidConfigurationIsRefusedAtStartWithExit78() throws {
         let daemon = try DaemonProcess(config: "[mqtt]\nqos = 7\n")
         try daemon.start()

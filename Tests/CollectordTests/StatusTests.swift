@@ -8,6 +8,7 @@ import Foundation
 import Glibc
 import Testing
 import TestHarness
+import LinuxSystem
 
 @Suite(.serialized) struct StatusTests {
     static func statusConfig(port: Int, socket: String, tags: String) -> String {
@@ -211,12 +212,7 @@ private func section(_ screen: String, _ heading: String) -> String? {
 /// An AF_UNIX stream socket bound at `path`, not yet listening.
 private func unixSocket(bound path: String) throws -> Int32 {
     let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &addr.sun_path) { dst in for (i, b) in path.utf8.enumerated() { dst[i] = b } }
-    let bound = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-    } }
-    #expect(bound == 0)
+    let address = try #require(UnixSocketAddress(path))
+    #expect(address.withPointer { bind(fd, $0, $1) } == 0)
     return fd
 }

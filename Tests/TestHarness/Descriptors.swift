@@ -56,21 +56,19 @@ public func nonBlocking(_ fd: Int32) -> Int32 {
 }
 
 /// A SOCK_DGRAM socket bound at `path`, as a daemon's peer binds one (journald, systemd's notify
-/// socket): the datagrams sent to that path, one at a time.
+/// socket): the datagrams sent to that path, one at a time. "@name" binds systemd's way, in the
+/// abstract namespace.
 public final class BoundDatagramSocket {
     public let fd: Int32
 
     public init(path: String) throws(SystemError) {
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError("socket") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        precondition(bytes.count < MemoryLayout.size(ofValue: address.sun_path), "\(path): too long for a socket")
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        guard let address = UnixSocketAddress(systemd: path) ?? UnixSocketAddress(path) else {
+            Glibc.close(fd)
+            throw SystemError("bind", errno: ENAMETOOLONG, path: path)
         }
+        let bound = address.withPointer { bind(fd, $0, $1) }
         guard bound == 0 else {
             let error = SystemError("bind", path: path)
             Glibc.close(fd)
