@@ -526,11 +526,13 @@ public final class TagFleet {
 
     /// Whether a tag whose home is up may leave the adapter it is on for home now: when it has no
     /// link to lose (its next reconnect), or when it was moved off a home that has been back up
-    /// for `returnAfter`.
+    /// for `returnAfter`. An attempt in flight counts as a link: the controller may already have
+    /// made it, and cancelling it then leaves a link nobody here uses, which the tag (no longer
+    /// advertising) and any other host process holding it (bluetoothd) keep up.
     private func mayReturn(_ index: Int) -> Bool {
         let name = order[index]
         guard let s = supervisors[name] else { return true }
-        if s.state != .streaming && s.state != .settingUp { return true }
+        if s.state != .streaming && s.state != .settingUp && s.state != .connecting { return true }
         guard guests.contains(name), let home = plan.home[index], let since = lines[home].upSince else { return false }
         return loop.now - since >= returnAfter
     }

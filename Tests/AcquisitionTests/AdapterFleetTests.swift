@@ -320,6 +320,27 @@ final class MultiAdapterRig: TagSupervisorDelegate {
         #expect(rig.loop.now - rig.events.last { $0.tag == "a" && $0.event.name == "disconnected" }!.at < .seconds(2))
     }
 
+    /// A guest still connecting when its home comes back finishes there. Cancelling an attempt
+    /// the controller may already have completed leaves a link the daemon abandons: the tag
+    /// stops advertising, and another host process (bluetoothd) may keep that link up, so home
+    /// never finds it (seen on the kernel stack: "wedge-recovery").
+    @Test func aGuestStillConnectingWhenHomeReturnsFinishesWhereItIs() throws {
+        let rig = try MultiAdapterRig(controllers: 2, adapters: ["hci0", "hci1"], limit: 2)
+        rig.add("a")  // home hci0
+        rig.add("b")  // home hci1
+        rig.fleet.start()
+        #expect(rig.run(until: { rig.streaming("a", on: "hci0") && rig.streaming("b", on: "hci1") }))
+        rig.system.controllers[1].air.connectLatency = .seconds(3)
+        rig.system.down(0)
+        #expect(rig.run(until: { rig.state("a") == .connecting && rig.fleet.adapterName(of: "a") == "hci1" }, limit: .seconds(10)))
+        rig.system.up(0)
+        #expect(rig.run(until: { rig.state("a") == .streaming }, limit: .seconds(30)))
+        #expect(rig.streaming("a", on: "hci1"), "\(rig.placements.filter { $0.tag == "a" })")
+        #expect(rig.placements.filter { $0.tag == "a" }.map(\.why) == ["", "hci0 went away"])
+        // It goes home later, as any guest does, once home has stayed up.
+        #expect(rig.run(until: { rig.streaming("a", on: "hci0") }, limit: .seconds(120)))
+    }
+
     /// An adapter named by its address is found under whatever number the kernel gives it next.
     @Test func anAdapterNamedByItsAddressIsFoundUnderANewNumber() throws {
         let rig = try MultiAdapterRig(controllers: 1, adapters: ["00:AA:01:00:00:00"], limit: 5)
