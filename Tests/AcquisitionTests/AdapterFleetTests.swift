@@ -303,13 +303,19 @@ final class MultiAdapterRig: TagSupervisorDelegate {
         #expect(rig.connects("b") == 3, "and stays")
     }
 
-    /// A guest whose link drops goes home at that reconnect rather than waiting out `returnAfter`.
-    @Test func aGuestGoesHomeAtItsNextReconnect() throws {
+    /// Two adapters of two tags each: a streaming at home on hci0, b on hci1.
+    static func twoAtHome() throws -> MultiAdapterRig {
         let rig = try MultiAdapterRig(controllers: 2, adapters: ["hci0", "hci1"], limit: 2)
-        rig.add("a")  // home hci0
-        rig.add("b")  // home hci1
+        rig.add("a")
+        rig.add("b")
         rig.fleet.start()
         #expect(rig.run(until: { rig.streaming("a", on: "hci0") && rig.streaming("b", on: "hci1") }))
+        return rig
+    }
+
+    /// A guest whose link drops goes home at that reconnect rather than waiting out `returnAfter`.
+    @Test func aGuestGoesHomeAtItsNextReconnect() throws {
+        let rig = try Self.twoAtHome()
         rig.system.down(0)
         #expect(rig.run(until: { rig.streaming("a", on: "hci1") }, limit: .seconds(30)))
         rig.system.up(0)
@@ -325,11 +331,7 @@ final class MultiAdapterRig: TagSupervisorDelegate {
     /// stops advertising, and another host process (bluetoothd) may keep that link up, so home
     /// never finds it (seen on the kernel stack: "wedge-recovery").
     @Test func aGuestStillConnectingWhenHomeReturnsFinishesWhereItIs() throws {
-        let rig = try MultiAdapterRig(controllers: 2, adapters: ["hci0", "hci1"], limit: 2)
-        rig.add("a")  // home hci0
-        rig.add("b")  // home hci1
-        rig.fleet.start()
-        #expect(rig.run(until: { rig.streaming("a", on: "hci0") && rig.streaming("b", on: "hci1") }))
+        let rig = try Self.twoAtHome()
         rig.system.controllers[1].air.connectLatency = .seconds(3)
         rig.system.down(0)
         #expect(rig.run(until: { rig.state("a") == .connecting && rig.fleet.adapterName(of: "a") == "hci1" }, limit: .seconds(10)))
