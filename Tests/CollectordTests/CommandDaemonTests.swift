@@ -101,6 +101,38 @@ import TestHarness
         #expect(status == 0)
     }
 
+    /// A reconnect sent twice (a QoS 1 redelivery, or a user who asks again) is one reconnect:
+    /// the second is answered "already reconnecting" and leaves the link the first brings up.
+    @Test func aRepeatedReconnectIsAnsweredAlreadyReconnecting() throws {
+        let broker = try Broker()
+        let sub = try Subscriber(port: broker.port, topic: "collectord/#")
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: Self.tags))
+        try daemon.start()
+        func readies(_ s: Subscriber) -> Int {
+            s.lines.count { $0.topic.hasSuffix("/events") && $0.payload.contains("\"event\":\"ready\"") && $0.payload.contains("\"tag\":\"kitchen\"") }
+        }
+        #expect(sub.waitFor(seconds: 60) { readies($0) == 1 })
+        // Both in one MQTT session, back to back: the second reaches the daemon while the first
+        // reconnect is still under way.
+        let tool = try findTool("mosquitto_pub", package: "mosquitto-clients")
+        try run("/bin/sh", ["-c", "printf 'reconnect kitchen\\nreconnect kitchen\\n' | \"$0\" -h 127.0.0.1 -p \(broker.port) -t collectord/daemon/test/command -q 1 -l", tool])
+        let topic = "collectord/daemon/test/command/result"
+        #expect(sub.waitFor(seconds: 30) { $0.messages(on: topic).count >= 2 }, "\(sub.messages(on: topic))")
+        let answers = sub.messages(on: topic).map(\.payload)
+        #expect(answers.count { $0.contains("\"detail\":\"reconnecting kitchen\"") } == 1, "\(answers)")
+        #expect(answers.count { $0.contains("\"detail\":\"already reconnecting kitchen\"") } == 1, "\(answers)")
+        #expect(sub.waitFor(seconds: 60) { readies($0) == 2 }, "the reconnect completes")
+        // The link the first brought up stays: a read through it is answered from the tag.
+        try publish(broker.port, "collectord/daemon/test/command", "read kitchen temperature_period")
+        #expect(sub.waitFor(seconds: 30) { $0.messages(on: topic).count >= 3 })
+        #expect(sub.messages(on: topic).last?.payload.contains("\"temperature_period\"") == true, "\(sub.messages(on: topic))")
+        #expect(daemon.log.components(separatedBy: "kitchen: reconnecting (command)").count == 2, "\(daemon.log)")
+        #expect(readies(sub) == 2, "one reconnect, not two")
+        let (_, status) = daemon.stop()
+        sub.stop()
+        #expect(status == 0)
+    }
+
     @Test func hostileCommandsAreAnsweredAndNothingIsWritten() throws {
         let broker = try Broker()
         // Retained before the daemon starts: never replayed.
