@@ -12,18 +12,17 @@ final class SystemdNotifier {
     private let fd: Int32
     private let address: UnixSocketAddress?
     private var watchdog: TimerID?
-    let isActive: Bool
+    /// Whether systemd asked to be told (and the socket could be made).
+    var isActive: Bool { fd >= 0 }
 
     init(environment: [String: String] = SystemdNotifier.environment()) {
         guard let path = environment["NOTIFY_SOCKET"], let address = UnixSocketAddress(systemd: path) else {
             self.address = nil
             fd = -1
-            isActive = false
             return
         }
         self.address = address
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        isActive = fd >= 0
     }
 
     deinit { if fd >= 0 { close(fd) } }
