@@ -357,10 +357,12 @@ tag_events() {
   return 0
 }
 
-# start_bluetoothd LAST_ADAPTER: the system bus and bluetoothd (debug log, state and configuration
-# under /tmp), as on Raspberry Pi OS; returns once bluetoothd has taken LAST_ADAPTER (e.g. hci3).
+# start_bluetoothd: the system bus and bluetoothd (debug log, state and configuration under
+# /tmp), as on Raspberry Pi OS; returns once bluetoothd has registered every controller, so that a
+# client started next finds them on the bus (Debian 12's bluetoothctl, started while bluetoothd
+# was still registering them on a loaded host, died with a segfault before printing a line).
 start_bluetoothd() {
-  local i
+  local i h
   mkdir -p /run/dbus /tmp/bluetooth-state /tmp/bluetooth-config
   cp /etc/bluetooth/main.conf /tmp/bluetooth-config/ 2>/dev/null || true
   start dbus dbus-daemon --system --nofork --nopidfile
@@ -368,8 +370,12 @@ start_bluetoothd() {
   [ -S /run/dbus/system_bus_socket ] || fail "the system bus did not start: $(cat "$OUT/dbus.log")"
   start bluetoothd env STATE_DIRECTORY=/tmp/bluetooth-state CONFIGURATION_DIRECTORY=/tmp/bluetooth-config \
     /usr/libexec/bluetooth/bluetoothd -n -d
-  wait_count "$OUT/bluetoothd.log" "Adapter /org/bluez/$1 has been enabled|adapter_register.*$1|$1" 1 30 \
-    || { tail -20 "$OUT/bluetoothd.log"; fail "bluetoothd did not take the adapters"; }
+  for h in /sys/class/bluetooth/hci*; do
+    h=${h##*/}
+    [[ $h =~ ^hci[0-9]+$ ]] || continue  # hciN:M are links
+    wait_for "$OUT/bluetoothd.log" "adapter_register.. Adapter /org/bluez/$h registered" 30 \
+      || { tail -20 "$OUT/bluetoothd.log"; fail "bluetoothd did not register $h"; }
+  done
 }
 
 # emulate_tags NAME:HCI...: a CC2650 emulator per NAME on HCI (output in emulate-NAME.log; seeds

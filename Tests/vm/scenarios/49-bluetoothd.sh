@@ -16,7 +16,7 @@ CONF=$OUT/collectord.conf
 M=$OUT/mqtt.log
 ev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
 
-start_bluetoothd hci3
+start_bluetoothd
 nap 2
 start_emulators
 start btctl stdbuf -oL bluetoothctl --timeout 170 scan on

@@ -21,7 +21,7 @@ PERIPHERAL=(/usr/bin/python3 "$REPO/Tests/vm/fixtures/bluez-cc2650.py" hci1)
 ev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
 
 /usr/bin/python3 -c 'import dbus, gi' 2>/dev/null || skip "python3-dbus and python3-gi are not installed"
-start_bluetoothd hci2
+start_bluetoothd
 start peripheral "${PERIPHERAL[@]}"
 wait_for "$OUT/peripheral.log" '^application registered' 20 || { cat "$OUT/peripheral.log"; fail "the GATT application was not registered"; }
 wait_for "$OUT/peripheral.log" '^advertising' 20 || { cat "$OUT/peripheral.log"; fail "the peripheral does not advertise"; }

@@ -43,7 +43,7 @@ cp "$OUT/connected-only.conf" "$CONF"
 
 # bluetoothd first: on a peripheral controller the kernel hands an incoming ATT link to the newest
 # listener, which must be the emulated tag's (49-bluetoothd.sh).
-start_bluetoothd hci3
+start_bluetoothd
 nap 2
 start emulate-a "$COLLECTORD" emulate --model cc2650 --adapter hci1 --seed 1
 start emulate-b "$COLLECTORD" emulate --model bthome --key "$KEY" --adapter hci2 --interval-ms 1000 --seed 2

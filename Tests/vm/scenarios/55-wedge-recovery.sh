@@ -30,7 +30,7 @@ ev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\""; }
 tev() { echo "collectord/daemon/vm/events \{.*\"event\":\"$1\",\"tag\":\"$2\""; }
 
 # Before the emulators: the kernel hands an incoming link to the newest listener.
-start_bluetoothd hci3
+start_bluetoothd
 bluetoothd_pid=$(cat "$OUT/bluetoothd.pid")
 log "bluetoothd runs (pid $bluetoothd_pid)"
 mqtt_watch mqtt || fail "mosquitto_sub did not subscribe"
