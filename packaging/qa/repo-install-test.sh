@@ -7,11 +7,11 @@
 #   - check-config on the shipped file; `collectord decode` on the test vectors;
 #   - `collectord run --emulated-tags` against that release's mosquitto, the readings checked;
 #   - a newer version added to the repository: apt upgrade keeps a modified conffile; purge.
-# Each release gets the repository afresh (the first version only), as a new user would.
-
-rrepo="$work/repo"
-rgnupg="$work/repo-gnupg"
-export rrepo rgnupg
+# Each release gets the repository afresh (the first version only), as a new user would. The two
+# releases' rounds run side by side, each with its own repository, signing home, HTTP server and
+# root: a round is mostly one process at a time (apt, dpkg, the daemon; under QEMU for arm64), so
+# two of them keep a 2-core machine busy where one left a core idle. Each round's output is kept
+# apart and shown whole when both are done.
 
 # rin_root [--user NAME] COMMAND...: COMMAND in the release's root.
 rin_root() { root=$rroot in_root "$@"; }
@@ -20,8 +20,8 @@ rin_root() { root=$rroot in_root "$@"; }
 serve_repo() {
   stop_serving
   local port; port=$(free_port)
-  python3 -m http.server --bind 127.0.0.1 --directory "$rrepo" "$port" > "$work/repo-http.log" 2>&1 &
-  echo $! > "$work/repo-http.pid"
+  python3 -m http.server --bind 127.0.0.1 --directory "$rrepo" "$port" > "$work/repo-http-$rsuite.log" 2>&1 &
+  echo $! > "$work/repo-http-$rsuite.pid"
   local i
   for i in $(seq 1 100); do
     python3 -c "import socket; socket.create_connection(('127.0.0.1', $port), 1)" 2>/dev/null && { echo "$port"; return 0; }
@@ -29,7 +29,10 @@ serve_repo() {
   done
   echo "the repository's HTTP server did not start" >&2; return 1
 }
-stop_serving() { [ -f "$work/repo-http.pid" ] && kill "$(cat "$work/repo-http.pid")" 2>/dev/null; rm -f "$work/repo-http.pid"; true; }
+stop_serving() {
+  local pid="$work/repo-http-$rsuite.pid"
+  [ -f "$pid" ] && kill "$(cat "$pid")" 2>/dev/null; rm -f "$pid"; true
+}
 # point_apt_at PORT: the .sources file a user writes, with this run's port.
 point_apt_at() {
   sed "s|^URIs: .*|URIs: http://127.0.0.1:$1/|" "$rrepo/collectord.sources" > "$rroot/etc/apt/sources.list.d/collectord.sources"
@@ -114,8 +117,8 @@ export -f rcheck_config
 
 rdecode() {
   python3 packaging/qa/check-output.py decode-script Tests/vectors/decode.txt > "$rroot/tmp/decode.sh" || return 1
-  rin_root --user collectord sh /tmp/decode.sh > "$work/decode-$arch.out" 2>&1
-  python3 packaging/qa/check-output.py decode-check Tests/vectors/decode.txt "$work/decode-$arch.out"
+  rin_root --user collectord sh /tmp/decode.sh > "$work/decode-$rsuite-$arch.out" 2>&1
+  python3 packaging/qa/check-output.py decode-check Tests/vectors/decode.txt "$work/decode-$rsuite-$arch.out"
 }
 export -f rdecode
 
@@ -149,11 +152,7 @@ rstream() {
 export -f rstream
 
 rupgrade() {
-  # Made earlier in this run (the amd64 test builds it for the bookworm upgrade), else now.
-  if ! [ "$deb2" -nt "$deb" ]; then
-    scripts/build-deb --arch "$arch" --version "$upgrade_version" --conf-note "changed in $upgrade_version (scripts/test-deb)" >/dev/null \
-      && test -f "$deb2" || return 1
-  fi
+  [ "$deb2" -nt "$deb" ] || { echo "no $deb2 newer than $deb"; return 1; }
   scripts/build-repo --repo "$rrepo" --gnupghome "$rgnupg" "$deb2" || return 1
   printf '# local change (scripts/test-deb)\n' >> "$rroot/etc/collectord.conf"
   local before; before=$(sha256sum < "$rroot/etc/collectord.conf")
@@ -190,20 +189,60 @@ export -f rpurge
 rdelete() { stop_serving; roots_remove "$rroot"; }
 export -f rdelete
 
-for rsuite in bookworm trixie; do
+# Made earlier in this run (the amd64 test builds it for the bookworm upgrade), else now, before
+# the rounds that both upgrade to it.
+build_upgrade() {
+  scripts/build-deb --arch "$arch" --version "$upgrade_version" --conf-note "changed in $upgrade_version (scripts/test-deb)" >/dev/null \
+    && test -f "$deb2"
+}
+export -f build_upgrade
+if ! [ "$deb2" -nt "$deb" ]; then
+  step "build $(basename "$deb2") (newer version, changed shipped conffile)" 3600 build_upgrade || finish
+fi
+
+# release_round SUITE: one release's steps, in this shell's child, counting its own passes and
+# failures into $work/round-SUITE.counts (passed failed, then one failed step per line).
+release_round() {
+  rsuite=$1
   case $rsuite in bookworm) rmajor=12 ;; trixie) rmajor=13 ;; esac
   rname="Debian $rmajor" rroot="$work/root-$rsuite-$arch"
-  export rsuite rmajor rname rroot
-  step "$rname $arch: signed apt repository (scripts/build-repo) with collectord $version" 300 repo_v1 || finish
-  step "clean $rname $arch root (debootstrap --variant=minbase, cached)" 1800 rroot_make || finish
-  step "$rname $arch: apt install collectord from the signed repository" 1200 rinstall || finish
+  rrepo="$work/repo-$rsuite" rgnupg="$work/repo-gnupg-$rsuite"
+  export rsuite rmajor rname rroot rrepo rgnupg
+  log="$work/test-deb-$rsuite.log" passed=0 failed=0 failures=()
+  : > "$log"
+  round_steps
+  { echo "$passed $failed"; printf '%s\n' "${failures[@]}"; } > "$work/round-$rsuite.counts"
+}
+round_steps() {
+  step "$rname $arch: signed apt repository (scripts/build-repo) with collectord $version" 300 repo_v1 || return
+  step "clean $rname $arch root (debootstrap --variant=minbase, cached)" 1800 rroot_make || return
+  step "$rname $arch: apt install collectord from the signed repository" 1200 rinstall || return
   step "$rname $arch: collectord check-config on the shipped /etc/collectord.conf" 120 rcheck_config
   step "$rname $arch: collectord decode gives the test vectors' values" 300 rdecode
   step "$rname $arch: collectord run --emulated-tags publishes the right readings to mosquitto" 600 rstream
   step "$rname $arch: a newer version in the repository; apt upgrade keeps the modified conffile" 3600 rupgrade
   step "$rname $arch: apt purge" 600 rpurge
   step "delete the $rname $arch test root" 120 rdelete
+}
+suites=(bookworm trixie)
+for rsuite in "${suites[@]}"; do
+  rm -f "$work/round-$rsuite.counts"
+  release_round "$rsuite" > "$work/round-$rsuite.out" 2>&1 &
 done
+wait
+for rsuite in "${suites[@]}"; do
+  cat "$work/round-$rsuite.out"
+  cat "$work/test-deb-$rsuite.log" >> "$log"
+  if [ -f "$work/round-$rsuite.counts" ]; then
+    { read -r p f; passed=$((passed + p)) failed=$((failed + f))
+      while IFS= read -r line; do [ -n "$line" ] && failures+=("$line"); done; } < "$work/round-$rsuite.counts"
+  else
+    failed=$((failed + 1)) failures+=("the $rsuite round ended without its counts")
+  fi
+done
+# The armhf check below uses the last round's repository, which holds both architectures.
+rsuite=armhf rrepo="$work/repo-trixie" rgnupg="$work/repo-gnupg-trixie"
+export rsuite rrepo rgnupg
 
 # 32-bit Raspberry Pi OS (armhf): no Swift toolchain reachable here targets 32-bit ARM, so there
 # is no package for it, and the repository must not offer one apt cannot install. A clean
