@@ -201,13 +201,8 @@ export -f rdelete
 
 # Made earlier in this run (the amd64 test builds it for the bookworm upgrade), else now, before
 # the rounds that both upgrade to it.
-build_upgrade() {
-  scripts/build-deb --arch "$arch" --version "$upgrade_version" --conf-note "changed in $upgrade_version (scripts/test-deb)" >/dev/null \
-    && test -f "$deb2"
-}
-export -f build_upgrade
 if ! [ "$deb2" -nt "$deb" ]; then
-  step "build $(basename "$deb2") (newer version, changed shipped conffile)" 3600 build_upgrade || finish
+  step "build $(basename "$deb2") (newer version, changed shipped conffile)" 3600 build_v2 || finish
 fi
 
 # release_round SUITE: one release's steps, in this shell's child, counting its own passes and
