@@ -292,7 +292,7 @@ public struct FieldDeclaration: Sendable {
     }
 }
 
-/// A decoded reading: the sensor, up to nine fields, and the raw payload it came from.
+/// A decoded reading: the sensor, up to twelve fields, and the raw payload it came from.
 ///
 /// It is a random-access collection of `Field`, so an encoder iterates it without allocating.
 public struct Reading: Sendable, RandomAccessCollection {
@@ -333,7 +333,7 @@ public struct Reading: Sendable, RandomAccessCollection {
         return storage[position]
     }
 
-    /// The field with this name, if present (a linear scan over at most nine fields).
+    /// The field with this name, if present (a linear scan over at most twelve fields).
     public func field(_ name: String) -> Field? {
         first { $0.name.description == name }
     }
