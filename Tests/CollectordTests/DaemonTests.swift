@@ -121,6 +121,44 @@ import TestHarness
         if seqs.values.contains(where: { !gapFree($0) }) { print("daemon log:\n\(daemon.log)") }
     }
 
+    /// States, not measurements: the keys and the battery level are retained, so a subscriber
+    /// that comes later gets the current ones at once (README, "What it publishes"); measurements
+    /// are not.
+    @Test func theKeysAndTheBatteryLevelAreRetainedForALateSubscriber() throws {
+        let broker = try Broker()
+        let early = try Subscriber(port: broker.port, topic: "collectord/tags/#")
+        let tags = kitchenOnly + """
+
+            [[tag]]
+            name = "board"
+            address = "C0:FF:EE:00:00:02"
+            model = "gatt"
+            """
+        let daemon = try DaemonProcess(config: config(port: broker.port, tags: tags))
+        try daemon.start()
+        defer { daemon.stop() }
+        let states = ["kitchen/keys", "board/battery"]
+        #expect(early.waitFor(seconds: 60) { s in (states + ["kitchen/humidity", "board/temperature"]).allSatisfy { !s.seqs($0).isEmpty } },
+                "\(early.lines.suffix(20))\n\(daemon.log.suffix(2000))")
+        let publishedBefore = Dictionary(uniqueKeysWithValues: states.map { ($0, early.seqs($0).last ?? -1) })
+        let late = try Subscriber(port: broker.port, topic: "collectord/tags/#")
+        defer { late.stop() }
+        #expect(late.waitFor(seconds: 30) { s in
+            states.allSatisfy { state in s.messages(on: "collectord/tags/\(state)").contains { $0.retained } }
+        }, "\(late.messages.prefix(20))")
+        for state in states {
+            let retained = try #require(late.messages(on: "collectord/tags/\(state)").first { $0.retained })
+            let reading = try #require(Published((retained.topic, retained.payload)), "\(retained)")
+            // The current one: published, and no older than the last published before the late
+            // subscriber came (a state is published again only when it changes).
+            #expect(reading.seq >= publishedBefore[state]! && early.seqs(state).contains(reading.seq),
+                    "\(state): retained \(reading.seq), published \(early.seqs(state))")
+        }
+        let retainedTopics = Set(late.messages.filter(\.retained).map(\.topic))
+        #expect(retainedTopics.allSatisfy { $0.hasSuffix("/keys") || $0.hasSuffix("/battery") }, "only states are retained: \(retainedTopics.sorted())")
+        early.stop()
+    }
+
     /// Found by an independent review: `seq` began at 0 with every start, so a subscriber could
     /// not tell a restart from a loss. After a clean stop the numbers go on exactly.
     @Test func aCleanRestartContinuesTheSequenceNumbers() throws {

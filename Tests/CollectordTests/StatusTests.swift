@@ -105,6 +105,49 @@ import LinuxSystem
         #expect(plain.stdout.contains("state: streaming") && !plain.stdout.contains("\u{1B}["), "\(plain.stdout)")
     }
 
+    /// `--watch` asks again every `--interval` until interrupted, and goes on through a restart of
+    /// the daemon, saying meanwhile on stderr that it is not running (README, "At a glance").
+    @Test func watchAsksAgainUntilInterruptedAndOutlivesARestart() throws {
+        let broker = try Broker()
+        let daemon = try DaemonProcess(config: "")
+        let socket = daemon.directory.sub("status.sock")
+        try daemon.write(config: Self.statusConfig(port: broker.port, socket: socket, tags: kitchenOnly))
+        try daemon.start()
+        defer { daemon.stop() }
+        #expect(waitUntil(seconds: 30) { access(socket, F_OK) == 0 })
+        let outPath = daemon.directory.sub("watch.out"), errPath = daemon.directory.sub("watch.err")
+        let out = open(outPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        let err = open(errPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        try #require(out >= 0 && err >= 0)
+        let watcher = try ChildProcess(collectordBinary, ["status", "--socket", socket, "--json", "--watch", "--interval", "0.2"],
+                                       stdout: out, stderr: err)
+        close(out)
+        close(err)
+        defer { watcher.stop(gracefully: false) }
+        func reports() -> [[String: Any]] {
+            let text = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
+        func complaints() -> String { (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? "" }
+        // Asked again and again: the reports follow the daemon's uptime.
+        #expect(waitUntil(seconds: 30) { Set(reports().compactMap { $0["uptime_s"] as? Int }).count >= 3 },
+                "\(reports().count) reports, stderr: \(complaints())")
+        #expect(complaints().isEmpty, "\(complaints())")
+        #expect(daemon.stop().status == 0)
+        let whileRunning = reports().count
+        #expect(waitUntil(seconds: 30) {
+            complaints().contains("is collectord running?") || complaints().contains("collectord is not running")
+        }, "\(complaints())")
+        #expect(watcher.isRunning, "the watch goes on while the daemon is away")
+        try daemon.start()
+        #expect(waitUntil(seconds: 30) { reports().count >= whileRunning + 3 }, "\(reports().count) reports, stderr: \(complaints())")
+        watcher.signal(SIGINT)
+        #expect(waitUntil(seconds: 10) { !watcher.isRunning }, "interrupted, the watch ends")
+        // Out of range, said before anything is asked.
+        let tooOften = try Self.status(["--socket", socket, "--watch", "--interval", "0.01"])
+        #expect(tooOften.status == 64 && tooOften.stderr.contains("--interval must be 0.1..3600 seconds"), "\(tooOften)")
+    }
+
     @Test func theSocketIsForRootTheDaemonsUserAndTheStatusGroupOnly() throws {
         let broker = try Broker()
         let daemon = try DaemonProcess(config: "")
