@@ -73,6 +73,21 @@ final class StateFixture {
         #expect(f.errors.contains { $0.contains("/sequences:2:") }, "\(f.logs.lines)")
     }
 
+    /// The boundary the README states: 2^52 is a number the daemon may have written and goes on
+    /// exactly after a clean stop; one more is damage.
+    @Test func twoToTheFiftySecondIsTheLargestSequenceNumberKept() throws {
+        let largest = 1 << 52
+        let kept = try StateFixture(client: "largest", files: ["sequences": "collectord-sequences 1 clean\nt humidity \(largest)\n"])
+        #expect(kept.connect())
+        #expect(try kept.nextHumiditySequence() == largest)
+        #expect(kept.errors.isEmpty, "\(kept.logs.lines)")
+        let beyond = try StateFixture(client: "beyond", files: ["sequences": "collectord-sequences 1 clean\nt humidity \(largest + 1)\nt movement 41\n"])
+        #expect(beyond.connect())
+        let seq = try #require(try beyond.nextHumiditySequence())
+        #expect(seq > 41 && seq < 1 << 53, "\(seq)")
+        #expect(beyond.errors.contains { $0.contains("/sequences:2:") }, "\(beyond.logs.lines)")
+    }
+
     /// Found by an independent review: a bad value went back to 0 without a word, and the
     /// numbers were used again. Its line is named, the file kept aside, and the sensor goes on
     /// above every number the file still shows, plus the reserve.
