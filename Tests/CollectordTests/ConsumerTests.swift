@@ -15,13 +15,13 @@ import Testing
 import TestHarness
 
 extension DaemonProcessTests {
-    /// The code block after each `<!-- checked by DaemonTests.flatPayloadsAsTelegrafAndNodeREDTakeThem -->`
+    /// The code block after each `<!-- checked by DaemonProcessTests.flatPayloadsAsTelegrafAndNodeREDTakeThem -->`
     /// marker in the README, in order.
     static func readmeBlocks() throws -> [String] {
         let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("README.md")
         let text = try String(contentsOf: readme, encoding: .utf8)
-        return text.components(separatedBy: "<!-- checked by DaemonTests.flatPayloadsAsTelegrafAndNodeREDTakeThem -->").dropFirst().map { part in
+        return text.components(separatedBy: "<!-- checked by DaemonProcessTests.flatPayloadsAsTelegrafAndNodeREDTakeThem -->").dropFirst().map { part in
             let afterFence = part.components(separatedBy: "```").dropFirst().first ?? ""
             return String(afterFence.drop { $0 != "\n" }.dropFirst())
         }
