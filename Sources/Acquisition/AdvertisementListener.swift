@@ -57,11 +57,15 @@ public final class AdvertisementListener {
     private let index: UInt16
     private var listened: [BluetoothAddress] = []
     private var patterns: [AdvertisementPattern] = []
-    private var monitor: UInt16?
-    /// Which set of patterns each Add Advertisement Patterns Monitor not answered yet asked for,
-    /// oldest first: the kernel answers one socket's commands in order, and an answer for a set
-    /// replaced since is removed, not kept.
-    private var requests: [Int] = []
+    /// The monitor the kernel registered, and the set of patterns (`generation`) it matches.
+    private var monitor: (handle: UInt16, generation: Int)?
+    /// The monitor command the kernel has not answered yet. The kernel does Add and Remove
+    /// Advertisement Monitor in a work queue and refuses another monitor command while one waits
+    /// there (Busy), so they go one at a time; what changed meanwhile is done after the answer.
+    private enum Pending { case add(generation: Int), remove }
+    private var pending: Pending?
+    /// The set of patterns the kernel refused, not asked for again.
+    private var refusedGeneration: Int?
     private var generation = 0
     /// Every advertisement of a listened-for device, in the management channel's buffer (valid
     /// during the call). Called on the event loop; must not block.
@@ -104,26 +108,29 @@ public final class AdvertisementListener {
     public func monitor(_ patterns: [AdvertisementPattern]) {
         let unique = patterns.reduce(into: [AdvertisementPattern]()) { if !$0.contains($1) { $0.append($1) } }
         guard unique != self.patterns else { return }
-        removeMonitor()
         self.patterns = unique
         generation += 1
-        guard !unique.isEmpty else { return }
-        requests.append(generation)
-        socket.send(ManagementOpcode.addPatternsMonitor, index: index,
-                    [UInt8(unique.count)] + unique.flatMap(\.parameters))
+        nextMonitorCommand()
     }
 
-    private func removeMonitor() {
-        if let handle = monitor {
-            socket.send(ManagementOpcode.removeMonitor, index: index, [UInt8(handle & 0xFF), UInt8(handle >> 8)])
+    /// Sends the next monitor command towards the wanted set of patterns, unless one is waiting
+    /// for its answer: the registered monitor removed if it matches an older set, then one added.
+    private func nextMonitorCommand() {
+        guard pending == nil else { return }
+        if let registered = monitor {
+            guard registered.generation != generation else { return }
+            removeMonitor(registered.handle)
+            monitor = nil
+            pending = .remove
+        } else if !patterns.isEmpty && refusedGeneration != generation {
+            pending = .add(generation: generation)
+            socket.send(ManagementOpcode.addPatternsMonitor, index: index,
+                        [UInt8(patterns.count)] + patterns.flatMap(\.parameters))
         }
-        monitor = nil
     }
 
-    /// Takes the oldest request off the list: whether its answer is still wanted.
-    private func answered() -> Bool {
-        guard !requests.isEmpty else { return false }
-        return requests.removeFirst() == generation && !patterns.isEmpty
+    private func removeMonitor(_ handle: UInt16) {
+        socket.send(ManagementOpcode.removeMonitor, index: index, [UInt8(handle & 0xFF), UInt8(handle >> 8)])
     }
 
     private func report(_ report: DeviceReport) {
@@ -139,23 +146,31 @@ public final class AdvertisementListener {
     private func event(_ event: ManagementEvent) {
         switch event {
         case .monitorAdded(let i, let handle) where i == index:
-            if answered() {
-                monitor = handle
-            } else {
-                // Replaced or closed before the kernel answered: that one is nobody's.
-                socket.send(ManagementOpcode.removeMonitor, index: index, [UInt8(handle & 0xFF), UInt8(handle >> 8)])
+            guard case .add(let asked)? = pending else {
+                // Not asked for on this socket: nobody's.
+                return removeMonitor(handle)
             }
-        case .completed(let opcode, let status, let i) where i == index && status != 0:
-            if opcode == ManagementOpcode.addDevice && !refusedListing {
+            pending = nil
+            monitor = (handle, asked)
+            // Replaced meanwhile: removed now, and the wanted one added after.
+            nextMonitorCommand()
+        case .completed(let opcode, let status, let i) where i == index:
+            if opcode == ManagementOpcode.addDevice && status != 0 && !refusedListing {
                 refusedListing = true
                 onRefusal?("the kernel refused to listen for a device (management status 0x\(String(status, radix: 16)))")
-            } else if opcode == ManagementOpcode.addPatternsMonitor {
-                _ = answered()
-                guard !refusedMonitor else { return }
-                refusedMonitor = true
-                // 0x01 Unknown Command: a kernel before 5.10.
-                onRefusal?("the kernel refused an advertisement monitor (management status 0x\(String(status, radix: 16)))"
-                           + "; a controller that filters duplicate advertisements may then report a device's changing readings only once per scan")
+            } else if opcode == ManagementOpcode.addPatternsMonitor, case .add(let asked)? = pending {
+                pending = nil
+                refusedGeneration = asked
+                if !refusedMonitor {
+                    refusedMonitor = true
+                    // 0x01 Unknown Command: a kernel before 5.10.
+                    onRefusal?("the kernel refused an advertisement monitor (management status 0x\(String(status, radix: 16)))"
+                               + "; a controller that filters duplicate advertisements may then report a device's changing readings only once per scan")
+                }
+                nextMonitorCommand()
+            } else if opcode == ManagementOpcode.removeMonitor, case .remove? = pending {
+                pending = nil
+                nextMonitorCommand()
             }
         default:
             break
@@ -166,7 +181,8 @@ public final class AdvertisementListener {
     public func close() {
         for address in listened { socket.send(ManagementOpcode.removeDevice, index: index, managementAddress(address)) }
         listened.removeAll()
-        removeMonitor()
+        if let registered = monitor { removeMonitor(registered.handle) }
+        monitor = nil
         patterns = []
         generation += 1
         socket.close()

@@ -36,6 +36,12 @@ public final class EmulatedManagement {
     public private(set) var monitors: [UInt16: [(type: UInt8, offset: Int, bytes: [UInt8])]] = [:]
     /// A controller's duplicate filter, on while no monitor is registered.
     public var filtersDuplicates = false
+    /// How long Add Advertisement Patterns Monitor and Remove Advertisement Monitor wait in the
+    /// kernel's work queue before they take effect and are answered (zero: at once). While one
+    /// waits, the kernel refuses another monitor command Busy (0x0A), on every socket; a loaded
+    /// machine makes that wait long.
+    public var monitorWork: Duration = .zero
+    private var monitorPending = false
     private var reportedSinceListing: Set<[UInt8]> = []
     private var nextMonitor: UInt16 = 0
     public private(set) var advertisers: [EmulatedAdvertiser] = []
@@ -103,23 +109,41 @@ public final class EmulatedManagement {
         if unknownOpcodes.contains(opcode) { return answer(p, status: 0x01) }
         guard status == 0 else { return answer(p, status: status) }
         let parameters = Array(p[6...])
+        if opcode == 0x0052 || opcode == 0x0053 {
+            // Command Status: the kernel refuses before queueing the work.
+            if monitorPending { return send([0x02, 0x00, p[2], p[3], 3, 0x00, p[0], p[1], 0x0A]) }
+            guard monitorWork > .zero else { return monitorCommand(p, opcode, parameters) }
+            monitorPending = true
+            _ = loop.schedule(after: monitorWork) { [weak self] in
+                guard let self else { return }
+                self.monitorPending = false
+                self.monitorCommand(p, opcode, parameters)
+            }
+            return
+        }
         switch opcode {
         case 0x0033 where parameters.count >= 7:
             listed.insert(Array(parameters[0..<7]))
             reportedSinceListing.removeAll()
         case 0x0034 where parameters.count >= 7:
             listed.remove(Array(parameters[0..<7]))
-        case 0x0052:
-            guard let patterns = Self.patterns(parameters) else { return answer(p, status: 0x0D) }  // Invalid Parameters
-            nextMonitor += 1
-            monitors[nextMonitor] = patterns
-            return answer(p, status: 0, [UInt8(nextMonitor & 0xFF), UInt8(nextMonitor >> 8)])
-        case 0x0053 where parameters.count >= 2:
-            monitors[UInt16(parameters[0]) | UInt16(parameters[1]) << 8] = nil
         default:
             break
         }
         answer(p, status: 0)
+    }
+
+    /// Add Advertisement Patterns Monitor (0x0052) or Remove Advertisement Monitor (0x0053), done.
+    private func monitorCommand(_ p: [UInt8], _ opcode: UInt16, _ parameters: [UInt8]) {
+        if opcode == 0x0052 {
+            guard let patterns = Self.patterns(parameters) else { return answer(p, status: 0x0D) }  // Invalid Parameters
+            nextMonitor += 1
+            monitors[nextMonitor] = patterns
+            return answer(p, status: 0, [UInt8(nextMonitor & 0xFF), UInt8(nextMonitor >> 8)])
+        }
+        guard parameters.count >= 2 else { return answer(p, status: 0x0D) }
+        monitors[UInt16(parameters[0]) | UInt16(parameters[1]) << 8] = nil
+        answer(p, status: 0, Array(parameters[0..<2]))
     }
 
     /// Add Advertisement Patterns Monitor's parameters: a count, then per pattern its type,
