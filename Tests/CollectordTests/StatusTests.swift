@@ -15,15 +15,27 @@ import LinuxSystem
         config(port: port, tags: tags) + "\n[status]\nsocket = \"\(socket)\"\n"
     }
 
+    /// A broker, and a daemon configured with `tags` and a status socket at `socket` in its
+    /// directory; not started. The broker lives as long as the rig.
+    final class Rig {
+        let broker: Broker
+        let daemon: DaemonProcess
+        let socket: String
+        init(tags: String, socket name: String = "status.sock") throws {
+            broker = try Broker()
+            daemon = try DaemonProcess(config: "")
+            socket = daemon.directory.sub(name)
+            try daemon.write(config: StatusTests.statusConfig(port: broker.port, socket: socket, tags: tags))
+        }
+    }
+
     static func status(_ arguments: [String], uid: UInt32? = nil, environment: [String: String] = [:]) throws -> CommandOutcome {
         try runCapturing(collectordBinary, ["status"] + arguments, uid: uid, environment: environment)
     }
 
     @Test func oneTagStreamingAndOneNeverFoundIsDegraded() throws {
-        let broker = try Broker()
-        let daemon = try DaemonProcess(config: "")
-        let socket = daemon.directory.sub("status.sock")
-        try daemon.write(config: Self.statusConfig(port: broker.port, socket: socket, tags: twoTags))
+        let rig = try Rig(tags: twoTags)
+        let (daemon, socket) = (rig.daemon, rig.socket)
         try daemon.start(arguments: ["--emulate-absent", "garage"])
         defer { daemon.stop() }
         // Streaming for a few seconds, so that the rate says something (the first second's
@@ -48,7 +60,7 @@ import LinuxSystem
         let garage = try #require(section(screen, "tag: garage"))
         #expect(!garage.contains("state: streaming"), "\(garage)")
         #expect(garage.contains("  last reading: never"))
-        let mqtt = try #require(section(screen, "mqtt: 127.0.0.1:\(broker.port)"))
+        let mqtt = try #require(section(screen, "mqtt: 127.0.0.1:\(rig.broker.port)"))
         #expect(mqtt.contains("  state: connected") && mqtt.contains("  in flight: "))
         let spool = try #require(section(screen, "spool:"))
         #expect(spool.contains("  pending: ") && spool.contains("  medium: ok"))
@@ -75,17 +87,15 @@ import LinuxSystem
         #expect(g["state"] as? String != "streaming")
         #expect(g["last_reading_s_ago"] is NSNull && g["readings_per_minute"] is NSNull)
         let m = try #require(object["mqtt"] as? [String: Any])
-        #expect(m["connected"] as? Bool == true && m["broker"] as? String == "127.0.0.1:\(broker.port)")
+        #expect(m["connected"] as? Bool == true && m["broker"] as? String == "127.0.0.1:\(rig.broker.port)")
         let s = try #require(object["spool"] as? [String: Any])
         #expect(s["medium"] as? String == "ok" && s["pending"] is Int)
         #expect((object["warnings"] as? [String])?.contains { $0.hasPrefix("tag garage: not streaming") } == true)
     }
 
     @Test func allWellExitsZeroAndColourOnlyOnATerminal() throws {
-        let broker = try Broker()
-        let daemon = try DaemonProcess(config: "")
-        let socket = daemon.directory.sub("status.sock")
-        try daemon.write(config: Self.statusConfig(port: broker.port, socket: socket, tags: kitchenOnly))
+        let rig = try Rig(tags: kitchenOnly)
+        let (daemon, socket) = (rig.daemon, rig.socket)
         try daemon.start()
         defer { daemon.stop() }
         var outcome = try Self.status(["--socket", socket])
@@ -108,10 +118,8 @@ import LinuxSystem
     /// `--watch` asks again every `--interval` until interrupted, and goes on through a restart of
     /// the daemon, saying meanwhile on stderr that it is not running (README, "At a glance").
     @Test func watchAsksAgainUntilInterruptedAndOutlivesARestart() throws {
-        let broker = try Broker()
-        let daemon = try DaemonProcess(config: "")
-        let socket = daemon.directory.sub("status.sock")
-        try daemon.write(config: Self.statusConfig(port: broker.port, socket: socket, tags: kitchenOnly))
+        let rig = try Rig(tags: kitchenOnly)
+        let (daemon, socket) = (rig.daemon, rig.socket)
         try daemon.start()
         defer { daemon.stop() }
         #expect(waitUntil(seconds: 30) { access(socket, F_OK) == 0 })
@@ -149,10 +157,8 @@ import LinuxSystem
     }
 
     @Test func theSocketIsForRootTheDaemonsUserAndTheStatusGroupOnly() throws {
-        let broker = try Broker()
-        let daemon = try DaemonProcess(config: "")
-        let socket = daemon.directory.sub("status.sock")
-        try daemon.write(config: Self.statusConfig(port: broker.port, socket: socket, tags: kitchenOnly))
+        let rig = try Rig(tags: kitchenOnly)
+        let (daemon, socket) = (rig.daemon, rig.socket)
         try daemon.start()
         defer { daemon.stop() }
         #expect(waitUntil(seconds: 30) { access(socket, F_OK) == 0 })
@@ -207,10 +213,8 @@ import LinuxSystem
     }
 
     @Test func withoutItsDirectoryTheDaemonRunsWithoutTheSocket() throws {
-        let broker = try Broker()
-        let daemon = try DaemonProcess(config: "")
-        let socket = daemon.directory.sub("missing/status.sock")
-        try daemon.write(config: Self.statusConfig(port: broker.port, socket: socket, tags: kitchenOnly))
+        let rig = try Rig(tags: kitchenOnly, socket: "missing/status.sock")
+        let (daemon, socket) = (rig.daemon, rig.socket)
         try daemon.start()
         defer { daemon.stop() }
         #expect(daemon.waitForLog("kitchen: streaming"), "\(daemon.log)")
