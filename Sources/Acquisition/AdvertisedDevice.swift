@@ -97,9 +97,12 @@ public final class AdvertisedDevice {
     /// Told when the device is heard after silence, and when it has not been heard for
     /// `staleAfter`.
     public var onPresence: ((Bool) -> Void)?
-    /// Told each time a configured sensor is heard for the first time, or with more objects of
-    /// its kind in one packet than before (`occurrences`), with all heard so far (in the
-    /// configured order): what the device offers.
+    /// Told after a packet in which a configured sensor is heard for the first time, or with
+    /// more objects of its kind than before (`occurrences`), with all heard so far (in the
+    /// configured order): what the device offers. Once per packet, not per reading: a packet
+    /// that reveals six sensors is one announcement to Home Assistant, not six growing ones in
+    /// a burst (Home Assistant drops the rest of a device config that reaches a component whose
+    /// previous config it is still processing).
     public var onSensorsHeard: (([Sensor]) -> Void)?
     /// The configured sensors heard so far, in the configured order.
     public var sensorsHeard: [Sensor] { zip(sensors, heard).filter(\.1).map(\.0) }
@@ -133,6 +136,8 @@ public final class AdvertisedDevice {
     private var heard: [Bool]
     /// Parallel to `sensors`: the highest field ordinal seen (see `occurrences`).
     private var mostOfAKind: [Int]
+    /// The readings given since `onSensorsHeard` was last told revealed more of the device.
+    private var offerGrew = false
 
     /// A packet yields at most this many readings (a BTHome packet's kinds in 31 bytes).
     static let maximumReadings = 32
@@ -324,6 +329,7 @@ public final class AdvertisedDevice {
                 states += 1
             }
         }
+        tellIfTheOfferGrew()
         if waiting {
             heldArrival = arrival
             if flushTimer == nil, let last = lastPublished {
@@ -345,6 +351,13 @@ public final class AdvertisedDevice {
         lastPublished = loop.now
         for reading in held { give(reading, arrival: heldArrival) }
         held.removeAll(keepingCapacity: true)
+        tellIfTheOfferGrew()
+    }
+
+    private func tellIfTheOfferGrew() {
+        guard offerGrew else { return }
+        offerGrew = false
+        onSensorsHeard?(sensorsHeard)
     }
 
     private func give(_ reading: Reading, arrival: WallTime) {
@@ -360,7 +373,7 @@ public final class AdvertisedDevice {
         if !heard[index] || most > mostOfAKind[index] {
             heard[index] = true
             mostOfAKind[index] = max(most, mostOfAKind[index])
-            onSensorsHeard?(sensorsHeard)
+            offerGrew = true
         }
     }
 
