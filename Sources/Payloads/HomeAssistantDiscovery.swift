@@ -172,8 +172,19 @@ public struct HomeAssistantDiscovery: Sendable {
 
     /// Discovery configs for every field of every listed sensor the model has: one message in the
     /// device form, one per entity in the entity form.
-    public func configs(for device: Device, sensors: [Sensor], settings: SensorSettings = SensorSettings()) -> [DiscoveryMessage] {
-        let all = entities(for: device, sensors: sensors, settings: settings)
+    ///
+    /// `announced`: the object ids of the device's previous config. In the device form the
+    /// entities not among them come first. Home Assistant reads a device config's components in
+    /// order and, at the first whose previous config it is still processing, queues that one and
+    /// drops the rest of the message; a config that grows while the last is being processed (a
+    /// device's second sensor heard just after its first, while Home Assistant is still loading
+    /// its sensor platform) would otherwise lose its new entities until the next change.
+    public func configs(for device: Device, sensors: [Sensor], settings: SensorSettings = SensorSettings(),
+                        announced: Set<String> = []) -> [DiscoveryMessage] {
+        var all = entities(for: device, sensors: sensors, settings: settings)
+        if !announced.isEmpty {
+            all = all.filter { !announced.contains($0.objectID) } + all.filter { announced.contains($0.objectID) }
+        }
         switch form {
         case .entity:
             return all.map { e in

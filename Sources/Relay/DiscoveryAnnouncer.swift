@@ -21,6 +21,9 @@ final class DiscoveryAnnouncer {
     /// Per tag not yet announced since it was added: the other form's config topics, migrated to
     /// this form at its first announcement, then emptied.
     private var migrations: [String: [String]] = [:]
+    /// Per tag announced, the object ids of its last config: new entities lead the next one
+    /// (`HomeAssistantDiscovery.configs`).
+    private var announced: [String: Set<String>] = [:]
     private let problems: StateFileProblems
     private let log: (LogLevel, () -> String) -> Void
 
@@ -64,17 +67,21 @@ final class DiscoveryAnnouncer {
     /// The discovery topics `t`'s removal withdraws.
     func remove(_ t: Publication.Tag) -> [String] {
         migrations[t.config.name] = nil
+        announced[t.config.name] = nil
         return discovery.removals(for: device(t), sensors: t.config.sensors.map(\.sensor)).map(\.topic)
     }
 
-    /// What announcing `t` publishes; nil until it has said what it is (model, firmware), so that
-    /// it is announced complete, once.
+    /// What announcing `t` publishes, which the caller then does; nil until it has said what it
+    /// is (model, firmware), so that it is announced complete, once.
     func announcement(of t: Publication.Tag) -> Announcement? {
         guard t.identified, let model = t.model else { return nil }
         let sensors = t.config.sensors.map(\.sensor).filter {
             t.offered?.contains($0) ?? (t.config.sensorProfile($0, model: model) != nil)
         }
-        return Announcement(migration: migrations[t.config.name] ?? [], configs: discovery.configs(for: device(t), sensors: sensors))
+        let d = device(t)
+        let configs = discovery.configs(for: d, sensors: sensors, announced: announced[t.config.name] ?? [])
+        announced[t.config.name] = Set(discovery.entities(for: d, sensors: sensors).map(\.objectID))
+        return Announcement(migration: migrations[t.config.name] ?? [], configs: configs)
     }
 
     /// `t`'s migration is out: once no tag has one left, the form in force is recorded.

@@ -253,4 +253,33 @@ func wallNow() -> WallTime { .now() }
         #expect(lines.compactMap(Published.init).map(\.seq) == [0, 1])
         #expect(lines.allSatisfy { $0.payload.contains(#""model":"cc2541""#) }, "\(lines)")
     }
+
+    /// Found on issue #24, by the Home Assistant check beside CPU hogs: Home Assistant reads a
+    /// device config's components in order, and at the first whose previous config it is still
+    /// processing it queues that one and drops the rest of the message. A device whose sensors
+    /// were heard one after another lost the entities added last. Each config of a device that
+    /// grows lists its new entities first; the first config keeps the usual order.
+    @Test func aGrowingDeviceConfigListsItsNewEntitiesFirst() throws {
+        let f = try PublicationFixture(client: "grow", model: .gatt, payload: [0x88, 0x13], homeAssistant: "discovery = true")
+        let configs = try Subscriber(port: f.broker.port, topic: "homeassistant/device/#")
+        defer { configs.stop() }
+        f.publication.start()
+        #expect(f.loop.run(until: { f.publication.publisher.isConnected }, limit: .seconds(5)))
+        for heard in [[Sensor.temperature], [.temperature, .humidity], [.temperature, .humidity, .pressure]] {
+            f.publication.identified("t", model: .gatt, firmware: "1", sensors: heard)
+        }
+        #expect(f.loop.run(until: { configs.lines.count >= 3 }, limit: .seconds(10)), "\(configs.lines)")
+        // The entities of each config, in the order listed.
+        let entities = configs.lines.map { line in
+            line.payload.components(separatedBy: #""unique_id":"collectord_sensortag_b0b448000001_"#).dropFirst()
+                .map { String($0.prefix { $0 != "\"" }) }
+        }
+        try #require(entities.count == 3, "\(configs.lines)")
+        #expect(entities[0] == ["temperature_temperature", "signal_strength"], "\(entities[0])")
+        for (before, after) in zip(entities, entities.dropFirst()) {
+            let new = after.filter { !before.contains($0) }
+            #expect(new.count == 1 && Array(after.prefix(new.count)) == new, "\(before) then \(after)")
+            #expect(Set(after) == Set(before).union(new), "\(after)")
+        }
+    }
 }
