@@ -2,10 +2,11 @@
 # Builds BlueZ's btvirt (virtual LE controllers) from Debian's bluez-source with our patches
 # (Tests/vm/btvirt-*.patch: multilink, reset-drops-links, le-read-rssi, scan-first-report,
 # adv-data-reports, wedge), by one gcc invocation over the sources btvirt needs (no configure,
-# no automake, no glib). Prints the binary's path on stdout.
+# no automake, no glib), after btvirt-scan-report-test.c has checked the patched controller under
+# AddressSanitizer. Prints the binary's path on stdout.
 #
 # Cached in $CACHE (default .build-vm/btvirt) under a key made of the bluez-source version, the
-# patches and this script: a second run costs a sha256sum.
+# patches, the check and this script: a second run costs a sha256sum.
 #
 #   Tests/vm/build-btvirt.sh [CACHE_DIR]
 set -euo pipefail
@@ -19,7 +20,8 @@ patches=("$here/btvirt-multilink.patch" "$here/btvirt-reset-drops-links.patch" "
 
 [ -r "$tarball" ] || { echo "build-btvirt: $tarball missing (apt install bluez-source)" >&2; exit 1; }
 version="$(dpkg-query -W -f='${Version}' bluez-source)"
-key="$( { echo "$version"; cat "${patches[@]}" "$0"; } | sha256sum | cut -c1-16)"
+check="$here/btvirt-scan-report-test.c"
+key="$( { echo "$version"; cat "${patches[@]}" "$check" "$0"; } | sha256sum | cut -c1-16)"
 out="$cache/$key"
 if [ -x "$out/btvirt" ]; then
   echo "$out/btvirt"
@@ -70,6 +72,12 @@ sources=(
 (cd "$work" && gcc -O2 -g0 -w -DHAVE_CONFIG_H -I. -Iinclude -Iemulator \
   -o btvirt "${sources[@]}")
 t_build=$(date +%s.%N)
+
+# The patched emulator's own check, under AddressSanitizer, before anything uses it.
+(cd "$work" && gcc -O1 -g -w -fsanitize=address -fno-omit-frame-pointer -DHAVE_CONFIG_H -I. -Iinclude -Iemulator \
+  -o scan-report-test "$check" emulator/btdev.c src/shared/queue.c src/shared/util.c src/shared/timeout-mainloop.c \
+  src/shared/mainloop.c src/shared/mainloop-notify.c src/shared/io-mainloop.c lib/bluetooth.c)
+"$work/scan-report-test" >&2 || { echo "build-btvirt: the patched emulator fails its check" >&2; exit 1; }
 
 find "$cache" -mindepth 1 -maxdepth 1 -type d ! -name "src.*" -exec rm -rf {} +  # older builds
 mkdir -p "$out"
