@@ -17,6 +17,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import LinuxSystem
 import SharedTypes
 import Reactor
 
@@ -62,15 +63,23 @@ public final class AdvertisementListener {
     /// The monitor command the kernel has not answered yet. The kernel does Add and Remove
     /// Advertisement Monitor in a work queue and refuses another monitor command while one waits
     /// there (Busy), so they go one at a time; what changed meanwhile is done after the answer.
-    private enum Pending { case add(generation: Int), remove }
+    private enum Pending { case add(generation: Int), remove(handle: UInt16, generation: Int) }
     private var pending: Pending?
     /// The set of patterns the kernel refused, not asked for again.
     private var refusedGeneration: Int?
+    /// A monitor command refused Busy: another program's (bluetoothd's) waits in the kernel's
+    /// work queue, which takes moments, so it is asked again after `busyDelay`, doubled at each
+    /// refusal up to a minute, and told once only when that lasts a minute.
+    private var busyRetry: TimerID?
+    private var busyDelay: Duration = .zero
+    private var busySince: Instant?
+    private var toldBusy = false
     private var generation = 0
     /// Every advertisement of a listened-for device, in the management channel's buffer (valid
     /// during the call). Called on the event loop; must not block.
     public var onReport: ((DeviceReport) -> Void)?
-    /// Told once per refused command kind: no CAP_NET_ADMIN, or a kernel without monitors.
+    /// Told once per refused command kind: no CAP_NET_ADMIN, a kernel without monitors, or one
+    /// busy with another program's monitor for a minute.
     public var onRefusal: ((String) -> Void)?
     private var refusedListing = false
     private var refusedMonitor = false
@@ -110,18 +119,21 @@ public final class AdvertisementListener {
         guard unique != self.patterns else { return }
         self.patterns = unique
         generation += 1
+        // A change is asked for at once, whatever an earlier refusal's wait.
+        socket.loop.cancel(busyRetry)
+        busyRetry = nil
         nextMonitorCommand()
     }
 
     /// Sends the next monitor command towards the wanted set of patterns, unless one is waiting
     /// for its answer: the registered monitor removed if it matches an older set, then one added.
     private func nextMonitorCommand() {
-        guard pending == nil else { return }
+        guard pending == nil, busyRetry == nil else { return }
         if let registered = monitor {
             guard registered.generation != generation else { return }
             removeMonitor(registered.handle)
             monitor = nil
-            pending = .remove
+            pending = .remove(handle: registered.handle, generation: registered.generation)
         } else if !patterns.isEmpty && refusedGeneration != generation {
             pending = .add(generation: generation)
             socket.send(ManagementOpcode.addPatternsMonitor, index: index,
@@ -152,6 +164,7 @@ public final class AdvertisementListener {
             }
             pending = nil
             monitor = (handle, asked)
+            answered()
             // Replaced meanwhile: removed now, and the wanted one added after.
             nextMonitorCommand()
         case .completed(let opcode, let status, let i) where i == index:
@@ -160,6 +173,7 @@ public final class AdvertisementListener {
                 onRefusal?("the kernel refused to listen for a device (management status 0x\(String(status, radix: 16)))")
             } else if opcode == ManagementOpcode.addPatternsMonitor, case .add(let asked)? = pending {
                 pending = nil
+                if status == Self.busy { return refusedBusy() }
                 refusedGeneration = asked
                 if !refusedMonitor {
                     refusedMonitor = true
@@ -168,8 +182,14 @@ public final class AdvertisementListener {
                                + "; a controller that filters duplicate advertisements may then report a device's changing readings only once per scan")
                 }
                 nextMonitorCommand()
-            } else if opcode == ManagementOpcode.removeMonitor, case .remove? = pending {
+            } else if opcode == ManagementOpcode.removeMonitor, case .remove(let handle, let registered)? = pending {
                 pending = nil
+                if status == Self.busy {
+                    // Still registered: removed when asked again.
+                    monitor = (handle, registered)
+                    return refusedBusy()
+                }
+                answered()
                 nextMonitorCommand()
             }
         default:
@@ -177,8 +197,35 @@ public final class AdvertisementListener {
         }
     }
 
+    /// Management status Busy.
+    private static let busy: UInt8 = 0x0A
+
+    private func refusedBusy() {
+        let now = socket.loop.now
+        if busySince == nil { busySince = now }
+        busyDelay = min(max(busyDelay * 2, .milliseconds(250)), .seconds(60))
+        if let since = busySince, now - since >= .seconds(60), !toldBusy {
+            toldBusy = true
+            onRefusal?("the kernel has refused advertisement monitor commands as busy for a minute (another program's monitor waits)"
+                       + "; asking again every minute")
+        }
+        busyRetry = socket.loop.schedule(after: busyDelay) { [weak self] in
+            guard let self else { return }
+            self.busyRetry = nil
+            self.nextMonitorCommand()
+        }
+    }
+
+    /// A monitor command was carried out: a later Busy starts its waits afresh.
+    private func answered() {
+        busySince = nil
+        busyDelay = .zero
+    }
+
     /// Stops listening: every device taken off the kernel's list, the monitor removed.
     public func close() {
+        socket.loop.cancel(busyRetry)
+        busyRetry = nil
         for address in listened { socket.send(ManagementOpcode.removeDevice, index: index, managementAddress(address)) }
         listened.removeAll()
         if let registered = monitor { removeMonitor(registered.handle) }

@@ -134,6 +134,8 @@ public struct DeviceReport {
 /// The management control channel, read by the loop.
 public final class ManagementSocket {
     private let channel: HCIChannel
+    /// The loop that reads it, on which its users set their timers.
+    public let loop: EventLoop
     public var fd: Int32 { channel.fd }
     public var onEvent: ((ManagementEvent) -> Void)?
     public var isOpen: Bool { channel.isOpen }
@@ -155,6 +157,7 @@ public final class ManagementSocket {
     /// (one write, one packet, as here) whose other end speaks the protocol as the kernel does
     /// (the emulator's `EmulatedManagement`).
     public init(loop: EventLoop, fd: Int32) throws(LinkError) {
+        self.loop = loop
         channel = try HCIChannel(loop: loop, fd: fd, bufferSize: 1024)
         channel.onPacket = { [unowned self] packet in
             if packet.count >= 2 {

@@ -102,6 +102,13 @@ public final class EmulatedManagement {
         }
     }
 
+    /// Another program's monitor command (bluetoothd's, say) waiting in the work queue for
+    /// `work`: every monitor command meanwhile is refused Busy.
+    public func otherProgramsMonitorCommand(taking work: Duration) {
+        monitorPending = true
+        _ = loop.schedule(after: work) { [weak self] in self?.monitorPending = false }
+    }
+
     private func command(_ p: [UInt8]) {
         commands.append((loop.now, p))
         guard p.count >= 6 else { return }

@@ -153,6 +153,44 @@ import SensorTagEmulator
         listener.close()
     }
 
+    /// A monitor command refused Busy because another program's (bluetoothd's) waits in the
+    /// kernel's work queue is asked again a moment later, quietly: that wait is short. Without
+    /// the monitor a controller that filters duplicates reports a thermometer once per scan.
+    @Test func aMonitorRefusedBusyIsAskedForAgain() throws {
+        let loop = try EventLoop(clock: ManualClock())
+        let (kernel, socket) = try EmulatedManagement.make(loop: loop)
+        let listener = AdvertisementListener(socket: socket, index: 0)
+        var told: [String] = []
+        listener.onRefusal = { told.append($0) }
+        kernel.otherProgramsMonitorCommand(taking: .milliseconds(300))
+        listener.monitor([.serviceData(0xFCD2)])
+        #expect(loop.run(until: { kernel.monitors.values.first?.count == 1 }, limit: .seconds(30)), "\(kernel.monitors)")
+        #expect(kernel.commands.filter { $0.packet[0] == 0x52 }.count >= 2, "asked again after the refusal")
+        #expect(told.isEmpty, "\(told)")
+        // A removal refused Busy is asked again too: the old monitor is not left registered.
+        listener.monitor([.serviceData(0x181A)])
+        kernel.otherProgramsMonitorCommand(taking: .milliseconds(300))
+        #expect(loop.run(until: { kernel.monitors.count == 1 && kernel.monitors.values.first?.first?.bytes == [0x1A, 0x18] },
+                         limit: .seconds(30)), "\(kernel.monitors)")
+        _ = loop.run(until: { false }, limit: .seconds(120))
+        #expect(kernel.monitors.count == 1 && told.isEmpty, "\(kernel.monitors) \(told)")
+        // Refused for as long as a minute or more: said once, and still asked.
+        listener.monitor([.manufacturer(0x0499)])
+        kernel.otherProgramsMonitorCommand(taking: .seconds(200))
+        #expect(loop.run(until: { told.count == 1 }, limit: .seconds(200)), "\(told)")
+        #expect(told.first?.contains("busy") == true, "\(told)")
+        #expect(loop.run(until: { kernel.monitors.values.first?.first?.bytes == [0x99, 0x04] }, limit: .seconds(200)),
+                "\(kernel.monitors)")
+        #expect(kernel.monitors.count == 1 && told.count == 1, "\(kernel.monitors) \(told)")
+        // Closed while refused: its retry goes with it.
+        listener.monitor([.serviceData(0xFCD2)])
+        kernel.otherProgramsMonitorCommand(taking: .seconds(10))
+        _ = loop.run(until: { false }, limit: .seconds(1))
+        let timers = loop.pendingTimers
+        listener.close()
+        #expect(loop.pendingTimers == timers - 1)
+    }
+
     @Test func refusalsAreToldOnceEach() throws {
         let loop = try EventLoop(clock: ManualClock())
         let (kernel, socket) = try EmulatedManagement.make(loop: loop)
