@@ -149,12 +149,13 @@ public struct ConfigurationDiff: Sendable, Equatable {
     public var commandsChanged = false
     public var recoveryChanged = false
     public var metricsChanged = false
+    public var statusChanged = false
 
     /// Nothing to do.
     public var isEmpty: Bool {
         added.isEmpty && removed.isEmpty && changed.isEmpty && !mqttChanged && !adapterChanged && !reconnectChanged
             && !spoolChanged && !homeAssistantChanged && !logLevelChanged && !statsIntervalChanged && !commandsChanged
-            && !recoveryChanged && !metricsChanged
+            && !recoveryChanged && !metricsChanged && !statusChanged
     }
 }
 
@@ -183,6 +184,7 @@ extension DaemonConfiguration {
         d.commandsChanged = old.commands != new.commands
         d.recoveryChanged = old.recovery != new.recovery
         d.metricsChanged = old.metrics != new.metrics
+        d.statusChanged = old.status != new.status
         return d
     }
 }

@@ -297,6 +297,7 @@ final class Daemon: TagSupervisorDelegate {
         fleet.recovery = RecoverySettings(new)
         config = new
         metrics.apply(new.metrics)
+        if diff.statusChanged { moveStatusSocket() }
         scheduleStats()
         Log.notice("reload: \(path) applied (\(diff.added.count) added, \(diff.removed.count) removed, \(diff.changed.count) changed)")
     }

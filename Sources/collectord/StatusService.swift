@@ -77,6 +77,13 @@ extension Daemon {
         }
     }
 
+    /// A reload changed `[status] socket`: the old one closed (its file removed), the new one
+    /// listened on.
+    func moveStatusSocket() {
+        stopStatusService()
+        startStatusSocket()
+    }
+
     func stopStatusService() {
         statusServer?.close()
         statusServer = nil

@@ -223,6 +223,33 @@ import LinuxSystem
         #expect(outcome.status == 3)
     }
 
+    /// A reload that moves the socket, or turns it off, is carried out as it says, like every
+    /// other setting that needs no restart: the old path no longer answers and is gone.
+    @Test func aReloadMovesTheSocketOrTurnsItOff() throws {
+        let rig = try Rig(tags: kitchenOnly)
+        let (daemon, socket) = (rig.daemon, rig.socket)
+        try daemon.start()
+        defer { daemon.stop() }
+        #expect(waitUntil(seconds: 30) { (try? Self.status(["--socket", socket]))?.stdout.contains("state: streaming") == true })
+        let moved = daemon.directory.sub("moved.sock")
+        try daemon.write(config: Self.statusConfig(port: rig.broker.port, socket: moved, tags: kitchenOnly))
+        daemon.signal(SIGHUP)
+        var outcome = try Self.status(["--socket", moved])
+        #expect(waitUntil(seconds: 30) {
+            outcome = (try? Self.status(["--socket", moved])) ?? outcome
+            return outcome.stdout.contains("state: streaming")
+        }, "\(outcome.stdout)\(outcome.stderr)\n\(daemon.log.suffix(600))")
+        #expect(try Self.status(["--socket", socket]).status == 3, "nobody at the old path")
+        #expect(!FileManager.default.fileExists(atPath: socket), "the old socket file removed")
+        #expect(!daemon.log.contains("\(daemon.configPath) unchanged"), "\(daemon.log)")
+        // Off: nobody answers.
+        try daemon.write(config: Self.statusConfig(port: rig.broker.port, socket: "", tags: kitchenOnly))
+        daemon.signal(SIGHUP)
+        #expect(waitUntil(seconds: 30) { (try? Self.status(["--socket", moved]))?.status == 3 }, "\(daemon.log.suffix(600))")
+        #expect(!FileManager.default.fileExists(atPath: moved))
+        #expect(daemon.waitForLog("kitchen: streaming"))
+    }
+
     /// systemctl status's line, through a real datagram socket as NOTIFY_SOCKET: said when it
     /// changes, never per reading.
     @Test func tellsSystemdAOneLineSummaryWhenItChanges() throws {

@@ -714,4 +714,14 @@ extension Result where Success == DaemonConfiguration, Failure == ConfigurationE
         #expect(d.adapterChanged && d.logLevelChanged && d.statsIntervalChanged && d.spoolChanged && d.homeAssistantChanged && d.reconnectChanged)
         #expect(!d.mqttChanged)
     }
+
+    /// The status socket alone is something for a reload to do, not "unchanged".
+    @Test func theStatusSocketAloneIsAChange() throws {
+        let old = try #require(valid(""))
+        for line in ["status.socket = \"/run/collectord/other.sock\"", "status.socket = \"\""] {
+            let d = DaemonConfiguration.diff(old: old, new: try #require(valid(line)))
+            #expect(d.statusChanged && !d.isEmpty, "\(line)")
+        }
+        #expect(DaemonConfiguration.diff(old: old, new: try #require(valid(""))).isEmpty)
+    }
 }
