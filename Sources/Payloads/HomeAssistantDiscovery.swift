@@ -181,7 +181,13 @@ public struct HomeAssistantDiscovery: Sendable {
     /// its sensor platform) would otherwise lose its new entities until the next change.
     public func configs(for device: Device, sensors: [Sensor], settings: SensorSettings = SensorSettings(),
                         announced: Set<String> = []) -> [DiscoveryMessage] {
-        var all = entities(for: device, sensors: sensors, settings: settings)
+        configs(for: device, entities: entities(for: device, sensors: sensors, settings: settings), announced: announced)
+    }
+
+    /// The configs of `entities`, the device's as `entities(for:sensors:settings:)` built them:
+    /// for a caller that keeps their object ids too, so that they are built once.
+    public func configs(for device: Device, entities: [Entity], announced: Set<String> = []) -> [DiscoveryMessage] {
+        var all = entities
         if !announced.isEmpty {
             all = all.filter { !announced.contains($0.objectID) } + all.filter { announced.contains($0.objectID) }
         }

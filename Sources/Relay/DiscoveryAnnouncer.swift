@@ -79,8 +79,9 @@ final class DiscoveryAnnouncer {
             t.offered?.contains($0) ?? (t.config.sensorProfile($0, model: model) != nil)
         }
         let d = device(t)
-        let configs = discovery.configs(for: d, sensors: sensors, announced: announced[t.config.name] ?? [])
-        announced[t.config.name] = Set(discovery.entities(for: d, sensors: sensors).map(\.objectID))
+        let entities = discovery.entities(for: d, sensors: sensors)
+        let configs = discovery.configs(for: d, entities: entities, announced: announced[t.config.name] ?? [])
+        announced[t.config.name] = Set(entities.map(\.objectID))
         return Announcement(migration: migrations[t.config.name] ?? [], configs: configs)
     }
 
