@@ -26,8 +26,6 @@ final class PublicationFixture {
     /// What the publication logged.
     let logs = LogLines()
 
-    final class LogLines { var lines: [String] = [] }
-
     /// `mqtt`: extra lines for the [mqtt] section; `model`: the tag's configured model, if any;
     /// `tag`: its name; `sensor` and `payload`: what is published; `homeAssistant`: the
     /// [homeassistant] section's lines (no discovery unless given).
@@ -58,7 +56,7 @@ final class PublicationFixture {
         try prepare(configuration.spool.path)
         loop = try EventLoop()
         publication = try Publication(settings: PublicationSettings(configuration), loop: loop, softwareVersion: "test") { [logs] level, message in
-            logs.lines.append("<\(level.rawValue)>\(message())")
+            logs.record(level, message)
         }
         sink = publication.add(configuration.tags[0])
         subscriber = try Subscriber(port: broker.port, topic: "collectord/tags/\(tag)/\(sensor.rawValue)")

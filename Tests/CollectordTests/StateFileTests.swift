@@ -24,7 +24,7 @@ final class StateFixture {
     var sink: ReadingSink { base.sink }
     var reading: Reading { base.reading }
     var index: Int { base.index }
-    var logs: PublicationFixture.LogLines { base.logs }
+    var logs: LogLines { base.logs }
 
     /// `files`: name → contents, written into the spool directory before the publication opens it.
     init(client: String, mqtt: String = "", homeAssistant: String = "discovery = false", files: [String: String] = [:],

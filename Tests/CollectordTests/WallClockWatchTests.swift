@@ -3,19 +3,21 @@ import Testing
 import LinuxSystem
 import SharedTypes
 import Reactor
+import TestHarness
 
 /// The daemon's watch on the wall clock, on virtual time: what it says and when it looks again.
 @Suite struct WallClockWatchTests {
     final class Looks {
         var synced: Bool?
-        var lines: [String] = []
+        let log = LogLines()
+        var lines: [String] { log.lines }
         var changes: [Bool] = []
         init(_ synced: Bool?) { self.synced = synced }
     }
 
     private func watch(_ looks: Looks, on loop: EventLoop) -> WallClockWatch {
         let watch = WallClockWatch(loop: loop, state: { looks.synced }) { level, message in
-            looks.lines.append("<\(level.rawValue)>\(message())")
+            looks.log.record(level, message)
         }
         watch.onChange = { looks.changes.append($0) }
         return watch

@@ -8,15 +8,9 @@ import TestHarness
 import Testing
 
 @Suite struct WithdrawalsBoundTests {
-    final class Lines {
-        var errors: [String] = []
-    }
-
-    static func withdrawals(_ directory: TemporaryDirectory) -> (Withdrawals, StateFileProblems, Lines) {
-        let problems = StateFileProblems(), lines = Lines()
-        let w = Withdrawals(directory: directory.path, problems: problems) { level, text in
-            if level == .error { lines.errors.append(text()) }
-        }
+    static func withdrawals(_ directory: TemporaryDirectory) -> (Withdrawals, StateFileProblems, LogLines) {
+        let problems = StateFileProblems(), lines = LogLines()
+        let w = Withdrawals(directory: directory.path, problems: problems, log: lines.record)
         return (w, problems, lines)
     }
 
@@ -28,7 +22,7 @@ import Testing
         #expect(w.topics.count == 10_000)
         #expect(w.topics.last == "collectord/gone/9999", "the oldest kept")
         #expect(problems.refusedWithdrawals == 1)
-        #expect(lines.errors.count == 1 && lines.errors.first?.contains("1 retained topics not withdrawn") == true, "\(lines.errors)")
+        #expect(lines.at(.error).count == 1 && lines.at(.error).first?.contains("1 retained topics not withdrawn") == true, "\(lines.at(.error))")
         // Room again once some are no longer owed.
         w.cancel(["collectord/gone/0"])
         w.add(["collectord/gone/10000"])
@@ -45,7 +39,7 @@ import Testing
         w.add(topics)
         #expect(w.topics.count == 2_097)
         #expect(problems.refusedWithdrawals == 3)
-        #expect(lines.errors.count == 1, "said once for the whole refusal: \(lines.errors)")
+        #expect(lines.at(.error).count == 1, "said once for the whole refusal: \(lines.at(.error))")
         // A shorter topic still fits in what is left.
         w.add(["collectord/gone/short"])
         #expect(w.topics.count == 2_098)
