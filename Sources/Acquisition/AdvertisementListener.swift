@@ -17,7 +17,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import LinuxSystem
 import SharedTypes
 import Reactor
 
@@ -69,10 +68,11 @@ public final class AdvertisementListener {
     private var refusedGeneration: Int?
     /// A monitor command refused Busy: another program's (bluetoothd's) waits in the kernel's
     /// work queue, which takes moments, so it is asked again after `busyDelay`, doubled at each
-    /// refusal up to a minute, and told once only when that lasts a minute.
+    /// refusal up to a minute, and told once only when the wait has grown to a minute (the
+    /// refusals then have lasted about that long).
     private var busyRetry: TimerID?
     private var busyDelay: Duration = .zero
-    private var busySince: Instant?
+    private static let longestBusyDelay: Duration = .seconds(60)
     private var toldBusy = false
     private var generation = 0
     /// Every advertisement of a listened-for device, in the management channel's buffer (valid
@@ -201,10 +201,8 @@ public final class AdvertisementListener {
     private static let busy: UInt8 = 0x0A
 
     private func refusedBusy() {
-        let now = socket.loop.now
-        if busySince == nil { busySince = now }
-        busyDelay = min(max(busyDelay * 2, .milliseconds(250)), .seconds(60))
-        if let since = busySince, now - since >= .seconds(60), !toldBusy {
+        busyDelay = min(max(busyDelay * 2, .milliseconds(250)), Self.longestBusyDelay)
+        if busyDelay == Self.longestBusyDelay, !toldBusy {
             toldBusy = true
             onRefusal?("the kernel has refused advertisement monitor commands as busy for a minute (another program's monitor waits)"
                        + "; asking again every minute")
@@ -218,7 +216,6 @@ public final class AdvertisementListener {
 
     /// A monitor command was carried out: a later Busy starts its waits afresh.
     private func answered() {
-        busySince = nil
         busyDelay = .zero
     }
 
